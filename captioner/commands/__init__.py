@@ -1,0 +1,1 @@
+"""One module per `captioner` subcommand, each with ``register(subparsers)``."""

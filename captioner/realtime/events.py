@@ -1,0 +1,231 @@
+"""Typed events of the vLLM Realtime protocol (DESIGN §3) and their JSON encoding.
+
+Decoding never raises anything but :class:`ProtocolError`, whatever the input,
+so a session can log and count a bad frame and carry on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+class ProtocolError(ValueError):
+    """A frame that is not a valid event. ``code`` matches the server's error codes."""
+
+    def __init__(self, message: str, code: str = "invalid_event"):
+        super().__init__(message)
+        self.code = code
+
+
+ERROR_CODES = (
+    "invalid_json",
+    "invalid_event",
+    "model_not_found",
+    "invalid_audio",
+    "model_not_validated",
+    "unknown_event",
+    "processing_error",
+)
+
+
+# --- client → server -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionUpdate:
+    type: ClassVar[str] = "session.update"
+    model: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model:
+            raise ProtocolError("session.update needs a non-empty 'model'", "invalid_event")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "model": self.model}
+
+
+@dataclass(frozen=True, slots=True)
+class AudioAppend:
+    type: ClassVar[str] = "input_audio_buffer.append"
+    audio: bytes  # little-endian PCM16, 16 kHz mono
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.audio, bytes | bytearray):
+            raise ProtocolError("audio must be bytes", "invalid_audio")
+        if len(self.audio) % 2:
+            raise ProtocolError("PCM16 audio must have an even byte count", "invalid_audio")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "audio": base64.b64encode(self.audio).decode("ascii")}
+
+
+@dataclass(frozen=True, slots=True)
+class AudioCommit:
+    type: ClassVar[str] = "input_audio_buffer.commit"
+    final: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.final, bool):
+            raise ProtocolError("'final' must be a boolean", "invalid_event")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "final": True} if self.final else {"type": self.type}
+
+
+ClientEvent = SessionUpdate | AudioAppend | AudioCommit
+
+
+# --- server → client -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCreated:
+    type: ClassVar[str] = "session.created"
+    id: str
+    created: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "id": self.id, "created": self.created}
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptionDelta:
+    type: ClassVar[str] = "transcription.delta"
+    delta: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "delta": self.delta}
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptionDone:
+    type: ClassVar[str] = "transcription.done"
+    text: str
+    usage: Usage = field(default_factory=Usage)
+
+    def to_json(self) -> dict[str, Any]:
+        u = self.usage
+        return {
+            "type": self.type,
+            "text": self.text,
+            "usage": {
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "total_tokens": u.total_tokens,
+            },
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerError:
+    type: ClassVar[str] = "error"
+    error: str
+    code: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type, "error": self.error}
+        if self.code is not None:
+            out["code"] = self.code
+        return out
+
+
+ServerEvent = SessionCreated | TranscriptionDelta | TranscriptionDone | ServerError
+Event = ClientEvent | ServerEvent
+
+
+def encode(event: Event) -> str:
+    """One text frame for ``event``."""
+    return json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+
+
+# --- decoding ---------------------------------------------------------------
+
+
+def _load(frame: str | bytes) -> dict[str, Any]:
+    if isinstance(frame, bytes | bytearray):
+        try:
+            frame = bytes(frame).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError("frame is not UTF-8 text", "invalid_json") from exc
+    if not isinstance(frame, str):
+        raise ProtocolError("frame must be text", "invalid_json")
+    try:
+        obj = json.loads(frame)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"frame is not JSON: {exc}", "invalid_json") from exc
+    if not isinstance(obj, dict):
+        raise ProtocolError("event must be a JSON object", "invalid_event")
+    if not isinstance(obj.get("type"), str):
+        raise ProtocolError("event has no string 'type'", "invalid_event")
+    return obj
+
+
+def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+    if name not in obj:
+        if default is ...:
+            raise ProtocolError(f"{obj['type']}: missing '{name}'", "invalid_event")
+        return default
+    value = obj[name]
+    if isinstance(value, bool) and kind in (int, (int,)):
+        raise ProtocolError(f"{obj['type']}: '{name}' must be an integer", "invalid_event")
+    if not isinstance(value, kind):
+        raise ProtocolError(f"{obj['type']}: '{name}' has the wrong type", "invalid_event")
+    return value
+
+
+def decode_client_event(frame: str | bytes) -> ClientEvent:
+    """Parse a client frame (server side). Raises only ProtocolError."""
+    obj = _load(frame)
+    kind = obj["type"]
+    if kind == SessionUpdate.type:
+        return SessionUpdate(model=_field(obj, "model", str))
+    if kind == AudioAppend.type:
+        raw = _field(obj, "audio", str)
+        try:
+            audio = base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise ProtocolError("audio is not valid base64", "invalid_audio") from exc
+        return AudioAppend(audio=audio)
+    if kind == AudioCommit.type:
+        return AudioCommit(final=_field(obj, "final", bool, False))
+    raise ProtocolError(f"unknown event type {kind!r}", "unknown_event")
+
+
+def decode_server_event(frame: str | bytes) -> ServerEvent:
+    """Parse a server frame (client side). Raises only ProtocolError."""
+    obj = _load(frame)
+    kind = obj["type"]
+    if kind == TranscriptionDelta.type:
+        return TranscriptionDelta(delta=_field(obj, "delta", str))
+    if kind == TranscriptionDone.type:
+        raw_usage = _field(obj, "usage", dict, {})
+        usage = Usage(**{
+            k: v for k, v in raw_usage.items()
+            if k in Usage.__slots__ and isinstance(v, int) and not isinstance(v, bool)
+        })
+        return TranscriptionDone(text=_field(obj, "text", str, ""), usage=usage)
+    if kind == SessionCreated.type:
+        created = _field(obj, "created", (int, float), 0)
+        try:
+            created = int(created)
+        except (OverflowError, ValueError) as exc:  # inf / nan
+            raise ProtocolError("session.created: 'created' is not a time", "invalid_event") from exc
+        return SessionCreated(id=_field(obj, "id", str, ""), created=created)
+    if kind == ServerError.type:
+        message = obj.get("error", obj.get("message", ""))
+        if isinstance(message, dict):  # OpenAI-style nested error object
+            message = message.get("message", json.dumps(message))
+        code = obj.get("code")
+        return ServerError(error=str(message), code=code if isinstance(code, str) else None)
+    raise ProtocolError(f"unknown event type {kind!r}", "unknown_event")

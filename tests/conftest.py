@@ -1,0 +1,8 @@
+"""Shared test set-up. Fixtures live in tests/support/*; list each module here."""
+
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+pytest_plugins: list[str] = [
+]
