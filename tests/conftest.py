@@ -5,4 +5,5 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 pytest_plugins: list[str] = [
+    "tests.support.transcribers",
 ]

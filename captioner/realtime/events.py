@@ -171,7 +171,9 @@ def _load(frame: str | bytes) -> dict[str, Any]:
     return obj
 
 
-def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...) -> Any:
+def _field(
+    obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...
+) -> Any:
     if name not in obj:
         if default is ...:
             raise ProtocolError(f"{obj['type']}: missing '{name}'", "invalid_event")
@@ -220,7 +222,7 @@ def decode_server_event(frame: str | bytes) -> ServerEvent:
         try:
             created = int(created)
         except (OverflowError, ValueError) as exc:  # inf / nan
-            raise ProtocolError("session.created: 'created' is not a time", "invalid_event") from exc
+            raise ProtocolError("session.created: bad 'created'", "invalid_event") from exc
         return SessionCreated(id=_field(obj, "id", str, ""), created=created)
     if kind == ServerError.type:
         message = obj.get("error", obj.get("message", ""))

@@ -1,0 +1,175 @@
+"""Server side of one /v1/realtime connection, as plain state (sans-I/O).
+
+The I/O layer (captioner.engine.server) feeds it frames and transcriber output
+and carries out the actions it returns. The rules are DESIGN §3, exactly:
+
+- ``session.created`` on accept; text frames only;
+- appends are queued even before the first commit;
+- the first commit (after a valid ``session.update``) starts a request; later
+  non-final commits while generating are ignored;
+- ``final`` ends the audio: the server finishes, sends ``transcription.done``,
+  and drops audio appended meanwhile; a later commit starts a fresh request.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from captioner.realtime.events import (
+    AudioAppend,
+    AudioCommit,
+    ProtocolError,
+    ServerError,
+    ServerEvent,
+    SessionCreated,
+    SessionUpdate,
+    TranscriptionDelta,
+    TranscriptionDone,
+    Usage,
+    decode_client_event,
+)
+
+log = logging.getLogger(__name__)
+
+BYTES_PER_SECOND = 32_000  # 16 kHz × 2 bytes
+TOKENS_PER_SECOND = 12.5  # Voxtral: one token per 80 ms frame
+
+
+class RequestState(enum.Enum):
+    IDLE = "idle"  # no request; appends are queued
+    GENERATING = "generating"  # request running; appends feed it
+    FINISHING = "finishing"  # final commit seen; appends are dropped until done
+
+
+# --- actions for the I/O layer ----------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    event: ServerEvent
+
+
+@dataclass(frozen=True, slots=True)
+class StartRequest:
+    """Create a fresh transcriber (fresh context)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Feed:
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class FinishRequest:
+    """Flush the transcriber, then call :meth:`ServerConnection.finished`."""
+
+
+Action = Send | StartRequest | Feed | FinishRequest
+
+
+class ServerConnection:
+    def __init__(self, models: Collection[str] | None = None, *, created: int = 0) -> None:
+        """``models``: ids accepted by ``session.update`` (None accepts any)."""
+        self.models = set(models) if models is not None else None
+        self.session_id = f"sess-{uuid.uuid4().hex[:20]}"
+        self.created = created
+        self.model: str | None = None
+        self.state = RequestState.IDLE
+        self._queued: list[bytes] = []
+        self._text: list[str] = []
+        self._audio_bytes = 0
+        self.protocol_errors = 0
+
+    def accept(self) -> list[Action]:
+        return [Send(SessionCreated(id=self.session_id, created=self.created))]
+
+    def receive(self, frame: str | bytes) -> list[Action]:
+        """One WebSocket frame in; actions out. Never raises on bad input."""
+        if isinstance(frame, bytes | bytearray):
+            return self._error("binary frames are not supported; send JSON text", "invalid_json")
+        try:
+            event = decode_client_event(frame)
+        except ProtocolError as exc:
+            return self._error(str(exc), exc.code)
+        if isinstance(event, SessionUpdate):
+            return self._on_update(event)
+        if isinstance(event, AudioAppend):
+            return self._on_append(event.audio)
+        return self._on_commit(event)
+
+    def transcribed(self, text: str) -> list[Action]:
+        """Text the transcriber produced for the current request."""
+        if not text or self.state is RequestState.IDLE:
+            return []
+        self._text.append(text)
+        return [Send(TranscriptionDelta(delta=text))]
+
+    def finished(self, text: str = "") -> list[Action]:
+        """The transcriber flushed after a final commit: close the request."""
+        actions = self.transcribed(text)
+        full = "".join(self._text)
+        prompt = round(self._audio_bytes / BYTES_PER_SECOND * TOKENS_PER_SECOND)
+        completion = len(full.split())
+        actions.append(Send(TranscriptionDone(
+            text=full,
+            usage=Usage(prompt, completion, prompt + completion),
+        )))
+        self._set_state(RequestState.IDLE)
+        self._text = []
+        self._audio_bytes = 0
+        return actions
+
+    def failed(self, message: str) -> list[Action]:
+        """The transcriber raised: report it and end the request."""
+        self._text = []
+        self._audio_bytes = 0
+        self._set_state(RequestState.IDLE)
+        return self._error(message, "processing_error")
+
+    # --- event handlers --------------------------------------------------
+
+    def _on_update(self, event: SessionUpdate) -> list[Action]:
+        if self.models is not None and event.model not in self.models:
+            return self._error(f"model {event.model!r} not found", "model_not_found")
+        self.model = event.model
+        log.debug("= model validated: %s", event.model)
+        return []
+
+    def _on_append(self, pcm: bytes) -> list[Action]:
+        if self.state is RequestState.FINISHING:
+            return []  # dropped, as vLLM does after a final commit
+        if self.state is RequestState.IDLE:
+            self._queued.append(pcm)
+            return []
+        self._audio_bytes += len(pcm)
+        return [Feed(pcm)]
+
+    def _on_commit(self, event: AudioCommit) -> list[Action]:
+        if self.model is None:
+            return self._error("commit before a valid session.update", "model_not_validated")
+        actions: list[Action] = []
+        if self.state is RequestState.IDLE:
+            actions.append(StartRequest())
+            self._set_state(RequestState.GENERATING)
+            queued, self._queued = b"".join(self._queued), []
+            if queued:
+                self._audio_bytes += len(queued)
+                actions.append(Feed(queued))
+        if event.final and self.state is RequestState.GENERATING:
+            self._set_state(RequestState.FINISHING)
+            actions.append(FinishRequest())
+        return actions
+
+    def _error(self, message: str, code: str) -> list[Action]:
+        self.protocol_errors += 1
+        log.info("! %s: %s", code, message)
+        return [Send(ServerError(error=message, code=code))]
+
+    def _set_state(self, state: RequestState) -> None:
+        if state is not self.state:
+            log.debug("= request %s → %s", self.state.value, state.value)
+            self.state = state
