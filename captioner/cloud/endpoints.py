@@ -1,0 +1,432 @@
+"""Deploy, inspect, find and stop Captioner's SageMaker endpoints (blocking boto3 calls).
+
+Every method blocks on AWS; UI code runs them in an executor (see captioner.cloud.watch
+for the asyncio side). Clients are injected, so tests pass Stubber-wrapped or
+moto-pointed clients and the app passes clients from its credentials provider.
+
+Resources of one deploy share one name (``captioner-<kind>-<yyyymmdd-hhmmss>``) and
+carry the ``captioner:managed`` tags, which is how a restarted app finds them again
+and how stop knows it may delete them. Stop is idempotent and resumable: anything
+already gone counts as deleted, so a half-deployed stack is cleaned up the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from captioner.cloud import scaling, watch
+from captioner.cloud.deploy_plan import (
+    NAME_PREFIX,
+    TAG_KIND,
+    TAG_MANAGED,
+    DeployPlan,
+    Kind,
+    plan_deploy,
+)
+from captioner.cloud.errors import (
+    THROTTLING_CODES,
+    DeployConfigError,
+    EndpointControlError,
+    error_code,
+    is_not_found,
+    translate,
+)
+from captioner.cloud.pricing import PriceTable, load_prices
+from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of, stage_of
+from captioner.settings import EndpointDeploySettings
+
+log = logging.getLogger(__name__)
+
+ClientFactory = Callable[[str], Any]  # service name ("sagemaker", …) → boto3 client
+
+CLIENT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 4},
+    connect_timeout=10,
+    read_timeout=60,
+    user_agent_extra="captioner",
+)
+
+
+def client_factory(
+    session: boto3.Session, region: str | None = None, *, endpoint_url: str | None = None
+) -> ClientFactory:
+    """Clients from a boto3 Session with botocore's standard retry mode."""
+
+    def make(service: str) -> Any:
+        return session.client(
+            service, region_name=region, config=CLIENT_CONFIG, endpoint_url=endpoint_url
+        )
+
+    return make
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedEndpoint:
+    """A Captioner-tagged endpoint found in the account/region (list_endpoints + list_tags)."""
+
+    name: str
+    arn: str
+    status: str
+    kind: Kind | None
+    created_at: datetime | None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def stage(self) -> Stage:
+        return stage_of(self.status)
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """Estimated hourly cost of a plan: a range when the pool has types of different price."""
+
+    low: float | None
+    high: float | None
+    currency: str
+    exact: bool  # False when some type has no price or the region fell back
+    unknown_types: tuple[str, ...] = ()
+
+
+@dataclass
+class StopReport:
+    name: str
+    deleted: list[str] = field(default_factory=list)  # "endpoint X", "endpoint config X", …
+    already_gone: list[str] = field(default_factory=list)
+
+
+class EndpointControl:
+    """Control plane for Captioner's endpoints in one account/region."""
+
+    def __init__(
+        self,
+        sagemaker: Any,
+        autoscaling: Any | None = None,
+        *,
+        prices: PriceTable | None = None,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        throttle_retries: int = 4,
+        throttle_delay: float = 1.0,
+    ) -> None:
+        self.sagemaker = sagemaker
+        self.autoscaling = autoscaling
+        self.region: str = sagemaker.meta.region_name
+        self.prices = prices if prices is not None else load_prices()
+        self.now = now
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self._throttle_retries = throttle_retries
+        self._throttle_delay = throttle_delay
+        self._configs: dict[str, dict[str, Any]] = {}  # configs never change; cache them
+
+    @classmethod
+    def from_factory(cls, make: ClientFactory, **kwargs: Any) -> EndpointControl:
+        return cls(make("sagemaker"), make("application-autoscaling"), **kwargs)
+
+    @classmethod
+    def from_session(
+        cls, session: boto3.Session, region: str | None = None, **kwargs: Any
+    ) -> EndpointControl:
+        return cls.from_factory(client_factory(session, region), **kwargs)
+
+    # ---- calls -------------------------------------------------------------------------
+
+    def _call(self, client: Any, operation: str, *, missing_ok: bool = False, **params: Any
+              ) -> dict[str, Any] | None:
+        """One AWS call: throttling retried with backoff, errors translated, not-found → None."""
+        attempt = 0
+        while True:
+            try:
+                log.debug("> %s %s", operation, _brief(params))
+                response = getattr(client, operation)(**params)
+                log.debug("< %s ok", operation)
+                return response
+            except ClientError as exc:
+                if missing_ok and is_not_found(exc):
+                    log.debug("< %s: not found", operation)
+                    return None
+                if error_code(exc) in THROTTLING_CODES and attempt < self._throttle_retries:
+                    delay = self._throttle_delay * 2**attempt * random.uniform(0.5, 1.0)
+                    attempt += 1
+                    log.info("! %s throttled; retry %d in %.1f s", operation, attempt, delay)
+                    self.sleep(delay)
+                    continue
+                log.warning("! %s failed: %s", operation, error_code(exc))
+                raise translate(exc, operation) from exc
+            except BotoCoreError as exc:
+                log.warning("! %s failed: %s", operation, type(exc).__name__)
+                raise translate(exc, operation) from exc
+
+    def _sm(self, operation: str, *, missing_ok: bool = False, **params: Any
+            ) -> dict[str, Any] | None:
+        return self._call(self.sagemaker, operation, missing_ok=missing_ok, **params)
+
+    # ---- deploy ------------------------------------------------------------------------
+
+    def plan(self, kind: Kind, settings: EndpointDeploySettings, **kwargs: Any) -> DeployPlan:
+        return plan_deploy(kind, settings, self.region, now=self.now(), **kwargs)
+
+    def estimate(self, plan: DeployPlan) -> CostEstimate:
+        prices = [self.prices.lookup(t, self.region) for t in plan.instance_types]
+        known = [p.hourly for p in prices if p is not None]
+        unknown = tuple(t for t, p in zip(plan.instance_types, prices, strict=True) if p is None)
+        return CostEstimate(
+            low=min(known) if known else None,
+            high=max(known) if known else None,
+            currency=self.prices.currency,
+            exact=not unknown and all(p is not None and p.exact for p in prices),
+            unknown_types=unknown,
+        )
+
+    def deploy(self, plan: DeployPlan, *, on_step: Callable[[str], None] | None = None) -> str:
+        """Create model → endpoint config → endpoint; returns the endpoint name.
+
+        Does not wait for InService (see captioner.cloud.watch). If a step fails, what
+        was already created is deleted before the typed error is raised.
+        """
+        steps = (
+            ("model", "create_model", plan.model_request),
+            ("endpoint config", "create_endpoint_config", plan.config_request),
+            ("endpoint", "create_endpoint", plan.endpoint_request),
+        )
+        created: list[str] = []
+        for label, operation, request in steps:
+            if on_step:
+                on_step(f"creating {label} {plan.name}")
+            try:
+                self._sm(operation, **request)
+            except EndpointControlError as exc:
+                leftovers = self._cleanup_partial(plan.name, created)
+                if leftovers:
+                    _note_leftovers(exc, plan.name, leftovers)
+                raise
+            created.append(label)
+            log.info("= created %s %s", label, plan.name)
+        return plan.name
+
+    def _cleanup_partial(self, name: str, created: list[str]) -> list[str]:
+        """Delete what a failed deploy created; returns what could not be deleted."""
+        leftovers: list[str] = []
+        for label, operation, key in (
+            ("endpoint config", "delete_endpoint_config", "EndpointConfigName"),
+            ("model", "delete_model", "ModelName"),
+        ):
+            if label not in created:
+                continue
+            try:
+                self._sm(operation, missing_ok=True, **{key: name})
+                log.info("= removed %s %s after failed deploy", label, name)
+            except EndpointControlError as exc:
+                log.warning("! could not remove %s %s: %s", label, name, exc)
+                leftovers.append(f"{label} {name}")
+        return leftovers
+
+    # ---- status ------------------------------------------------------------------------
+
+    def describe(self, name: str) -> dict[str, Any] | None:
+        return self._sm("describe_endpoint", missing_ok=True, EndpointName=name)
+
+    def _config(self, config_name: str) -> dict[str, Any] | None:
+        config = self._configs.get(config_name)
+        if config is None:
+            config = self._sm(
+                "describe_endpoint_config", missing_ok=True, EndpointConfigName=config_name
+            )
+            if config is not None:
+                self._configs[config_name] = config
+        return config
+
+    def snapshot(self, name: str) -> EndpointSnapshot:
+        """Current status; stage GONE when the endpoint does not exist (not an error)."""
+        endpoint = self.describe(name)
+        config_name = (endpoint or {}).get("EndpointConfigName")
+        config = self._config(config_name) if config_name else None
+        return build_snapshot(
+            name, endpoint, config, now=self.now(), prices=self.prices, region=self.region
+        )
+
+    def find_managed_endpoints(self, kind: Kind | None = None) -> list[ManagedEndpoint]:
+        """Endpoints tagged captioner:managed=true in this region (survives app restarts)."""
+        found: list[ManagedEndpoint] = []
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"NameContains": f"{NAME_PREFIX}-", "MaxResults": 100}
+            if token:
+                params["NextToken"] = token
+            page = self._sm("list_endpoints", **params) or {}
+            for summary in page.get("Endpoints", []):
+                tags = self._tags(summary["EndpointArn"])
+                if tags is None or tags.get(TAG_MANAGED) != "true":
+                    continue
+                endpoint_kind = tags.get(TAG_KIND) or kind_of(summary["EndpointName"])
+                if kind is not None and endpoint_kind != kind:
+                    continue
+                found.append(
+                    ManagedEndpoint(
+                        name=summary["EndpointName"],
+                        arn=summary["EndpointArn"],
+                        status=summary.get("EndpointStatus", ""),
+                        kind=endpoint_kind if endpoint_kind in ("stt", "tts") else None,
+                        created_at=summary.get("CreationTime"),
+                        tags=tags,
+                    )
+                )
+            token = page.get("NextToken")
+            if not token:
+                break
+        found.sort(key=lambda e: e.created_at or datetime.min.replace(tzinfo=UTC))
+        return found
+
+    def _tags(self, arn: str) -> dict[str, str] | None:
+        tags: dict[str, str] = {}
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"ResourceArn": arn, "MaxResults": 100}
+            if token:
+                params["NextToken"] = token
+            page = self._sm("list_tags", missing_ok=True, **params)
+            if page is None:
+                return None  # deleted between list and tags
+            tags.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
+            token = page.get("NextToken")
+            if not token:
+                return tags
+
+    def orphans(self, exclude: Iterable[str] = ()) -> list[EndpointSnapshot]:
+        """Managed endpoints that may be billing, except those named in ``exclude``."""
+        skip = set(exclude)
+        snapshots = []
+        for endpoint in self.find_managed_endpoints():
+            if endpoint.name in skip or not endpoint.stage.billing:
+                continue
+            snap = self.snapshot(endpoint.name)
+            if snap.stage.billing:
+                snapshots.append(snap)
+        return snapshots
+
+    # ---- autoscaling -------------------------------------------------------------------
+
+    def apply_autoscaling(self, name: str, policy: scaling.AutoscalingPolicy) -> None:
+        """Register the variant as scalable and attach target tracking (endpoint InService)."""
+        if self.autoscaling is None:
+            raise DeployConfigError("No Application Auto Scaling client was provided.")
+        self._call(self.autoscaling, "register_scalable_target",
+                   **scaling.register_request(name, policy))
+        self._call(self.autoscaling, "put_scaling_policy",
+                   **scaling.scaling_policy_request(name, policy))
+        log.info("= autoscaling %s: %d–%d instances", name, policy.min_capacity,
+                 policy.max_capacity)
+
+    def remove_autoscaling(self, name: str) -> bool:
+        """Deregister the scalable target (its policies go with it); False if there was none."""
+        if self.autoscaling is None:
+            return False
+        found = self._call(
+            self.autoscaling, "describe_scalable_targets",
+            ServiceNamespace=scaling.SERVICE_NAMESPACE,
+            ResourceIds=[scaling.resource_id(name)],
+            ScalableDimension=scaling.SCALABLE_DIMENSION,
+        ) or {}
+        if not found.get("ScalableTargets"):
+            return False
+        self._call(
+            self.autoscaling, "deregister_scalable_target", missing_ok=True,
+            ServiceNamespace=scaling.SERVICE_NAMESPACE,
+            ResourceId=scaling.resource_id(name),
+            ScalableDimension=scaling.SCALABLE_DIMENSION,
+        )
+        log.info("= autoscaling removed from %s", name)
+        return True
+
+    # ---- stop --------------------------------------------------------------------------
+
+    def stop(
+        self,
+        name: str,
+        *,
+        on_snapshot: Callable[[EndpointSnapshot], None] | None = None,
+        poll_interval: float = 10.0,
+        timeout: float = 1800.0,
+        force: bool = False,
+    ) -> StopReport:
+        """Delete endpoint → wait until gone → delete config → delete model.
+
+        Safe to repeat and to resume after an interruption; pieces already gone are
+        reported in ``already_gone``. Refuses endpoints Captioner did not create unless
+        ``force`` (so a typo cannot delete someone else's endpoint).
+        """
+        report = StopReport(name)
+        endpoint = self.describe(name)
+        if not force:
+            self._check_managed(name, endpoint)
+        self.remove_autoscaling(name)
+        config_name = (endpoint or {}).get("EndpointConfigName") or name
+        self._configs.pop(config_name, None)
+        config = self._config(config_name)
+        models = [v["ModelName"] for v in (config or {}).get("ProductionVariants", [])] or [name]
+
+        if endpoint is None:
+            report.already_gone.append(f"endpoint {name}")
+        else:
+            if endpoint.get("EndpointStatus") != "Deleting":
+                gone = self._sm("delete_endpoint", missing_ok=True, EndpointName=name) is None
+                log.info("= deleting endpoint %s", name)
+            else:
+                gone = False
+            watch.wait_for(self, name, lambda s: s.stage is Stage.GONE,
+                           on_snapshot=on_snapshot, poll_interval=poll_interval, timeout=timeout)
+            (report.already_gone if gone else report.deleted).append(f"endpoint {name}")
+
+        self._delete(report, "endpoint config", "delete_endpoint_config",
+                     EndpointConfigName=config_name)
+        self._configs.pop(config_name, None)
+        for model in dict.fromkeys(models):
+            self._delete(report, "model", "delete_model", ModelName=model)
+        log.info("= stopped %s (deleted: %s)", name, ", ".join(report.deleted) or "nothing")
+        return report
+
+    def _delete(self, report: StopReport, label: str, operation: str, **params: Any) -> None:
+        (resource,) = params.values()
+        if self._sm(operation, missing_ok=True, **params) is None:
+            report.already_gone.append(f"{label} {resource}")
+        else:
+            report.deleted.append(f"{label} {resource}")
+
+    def _check_managed(self, name: str, endpoint: dict[str, Any] | None) -> None:
+        if endpoint is None:
+            if kind_of(name) is None:
+                raise DeployConfigError(
+                    f"{name!r} is not a Captioner endpoint name (captioner-stt-…/captioner-tts-…)."
+                )
+            return
+        tags = self._tags(endpoint["EndpointArn"]) or {}
+        if tags.get(TAG_MANAGED) != "true":
+            raise DeployConfigError(
+                f"Endpoint {name} was not created by Captioner (no {TAG_MANAGED} tag); "
+                "refusing to delete it."
+            )
+
+
+def _note_leftovers(exc: EndpointControlError, name: str, leftovers: list[str]) -> None:
+    """Tell the user, in the error itself, what a failed deploy left behind and how to remove it."""
+    note = (f" Could not remove {', '.join(leftovers)}: run `captioner endpoint stop {name}` "
+            "once the problem is fixed.")
+    exc.args = (f"{exc.args[0] if exc.args else ''}{note}", *exc.args[1:])
+    exc.leftovers = tuple(leftovers)
+
+
+def _brief(params: dict[str, Any]) -> str:
+    """Names only: requests may carry environment values that should not be logged."""
+    keys = ("EndpointName", "EndpointConfigName", "ModelName", "ResourceArn", "ResourceId")
+    return " ".join(f"{k}={params[k]}" for k in keys if k in params)
