@@ -1,0 +1,92 @@
+"""Type-to-speak: the sans-I/O vLLM-Omni speech-stream protocol and the speaker around it."""
+
+from captioner.tts.errors import (
+    EndpointUnavailable,
+    GenerationFailed,
+    IdleTimeout,
+    InvalidRequest,
+    InvalidState,
+    LocalVoiceError,
+    ProtocolError,
+    SpeechFailure,
+    StreamBroken,
+    TtsError,
+    UsageError,
+)
+from captioner.tts.events import (
+    LANGUAGES,
+    MAX_TEXT_BYTES,
+    SAMPLE_RATE,
+    VOICES,
+    AudioChunk,
+    AudioDone,
+    AudioStart,
+    Error,
+    InputDone,
+    InputText,
+    SessionClose,
+    SessionConfig,
+    SessionDone,
+    decode_client_event,
+    decode_server_event,
+    encode,
+)
+from captioner.tts.fallback import EspeakVoice, LocalVoice, SpdSayVoice, find_local_voice
+from captioner.tts.protocol import BadFrame, ClientConnection, State, StreamEnded
+from captioner.tts.sink import AudioSink
+from captioner.tts.speaker import (
+    ReplyResult,
+    Speaker,
+    SpeakerState,
+    SpeakerStatus,
+    SpokenReply,
+)
+from captioner.tts.text import split_text
+
+SPEECH_STREAM_PATH = "v1/audio/speech/stream"  # SageMaker model invocation path: no leading /
+
+__all__ = [
+    "LANGUAGES",
+    "MAX_TEXT_BYTES",
+    "SAMPLE_RATE",
+    "SPEECH_STREAM_PATH",
+    "VOICES",
+    "AudioChunk",
+    "AudioDone",
+    "AudioSink",
+    "AudioStart",
+    "BadFrame",
+    "ClientConnection",
+    "EndpointUnavailable",
+    "Error",
+    "EspeakVoice",
+    "GenerationFailed",
+    "IdleTimeout",
+    "InputDone",
+    "InputText",
+    "InvalidRequest",
+    "InvalidState",
+    "LocalVoice",
+    "LocalVoiceError",
+    "ProtocolError",
+    "ReplyResult",
+    "SessionClose",
+    "SessionConfig",
+    "SessionDone",
+    "SpdSayVoice",
+    "Speaker",
+    "SpeakerState",
+    "SpeakerStatus",
+    "SpeechFailure",
+    "SpokenReply",
+    "State",
+    "StreamBroken",
+    "StreamEnded",
+    "TtsError",
+    "UsageError",
+    "decode_client_event",
+    "decode_server_event",
+    "encode",
+    "find_local_voice",
+    "split_text",
+]
