@@ -1,0 +1,127 @@
+"""Opening one raw input stream on a device, whatever the backend.
+
+A stream calls ``on_block(block, overflowed)`` on the audio thread with float32
+frames × channels (valid only during the call) and ``on_end(message)`` if it
+ends by itself (device unplugged, server gone). :class:`AudioCapture` is written
+against :data:`StreamOpener`, so tests can drive it without hardware.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+import sounddevice as sd
+
+from captioner.audio.devices import AudioDevice, pulse_route
+from captioner.audio.errors import CaptureError
+
+log = logging.getLogger(__name__)
+
+BlockCallback = Callable[[np.ndarray, bool], None]
+EndCallback = Callable[[str], None]
+
+
+class InputStream(Protocol):
+    """An opened, not yet started, input stream."""
+
+    samplerate: float
+    channels: int
+
+    def start(self) -> None: ...
+
+    def close(self) -> None:
+        """Stop (if running) and release the device; idempotent."""
+        ...
+
+
+StreamOpener = Callable[[AudioDevice, BlockCallback, EndCallback], InputStream]
+
+
+def open_input(device: AudioDevice, on_block: BlockCallback, on_end: EndCallback) -> InputStream:
+    """Open ``device`` on its backend. Raises :class:`CaptureError` if it cannot be opened."""
+    if device.backend == "wasapi":
+        return WasapiInput(device, on_block, on_end)
+    return PortAudioInput(device, on_block, on_end)
+
+
+class PortAudioInput:
+    """A sounddevice stream; Pulse sources are routed with :func:`pulse_route`."""
+
+    def __init__(self, device: AudioDevice, on_block: BlockCallback, on_end: EndCallback):
+        self.channels = max(1, min(device.channels, 2))
+        rate = device.default_samplerate or 48_000.0
+        self._closing = threading.Event()
+
+        def callback(indata: np.ndarray, frames: int, time: Any, status: sd.CallbackFlags) -> None:
+            on_block(indata, bool(status.input_overflow))
+
+        def finished() -> None:
+            if not self._closing.is_set():
+                on_end(f"the stream from {device.name!r} stopped by itself (device unplugged?)")
+
+        try:
+            with pulse_route(device):
+                self._stream = sd.InputStream(
+                    device=device.device_index, channels=self.channels, samplerate=rate,
+                    dtype="float32", callback=callback, finished_callback=finished,
+                )
+        except (sd.PortAudioError, ValueError) as exc:
+            raise CaptureError(f"cannot open {device.name!r} for capture: {exc}") from exc
+        self.samplerate = float(self._stream.samplerate)
+
+    def start(self) -> None:
+        try:
+            self._stream.start()
+        except sd.PortAudioError as exc:
+            raise CaptureError(f"cannot start capture: {exc}") from exc
+
+    def close(self) -> None:
+        self._closing.set()
+        try:
+            self._stream.abort(ignore_errors=True)
+        finally:
+            self._stream.close(ignore_errors=True)
+
+
+class WasapiInput:
+    """A PyAudioWPatch stream (Windows; needed for WASAPI loopback)."""
+
+    def __init__(self, device: AudioDevice, on_block: BlockCallback, on_end: EndCallback):
+        try:
+            import pyaudiowpatch as pyaudio  # Windows-only wheels
+        except ImportError as exc:
+            raise CaptureError("system audio on Windows needs the PyAudioWPatch package") from exc
+        self.channels = max(1, min(device.channels, 2))
+        self.samplerate = float(device.default_samplerate or 48_000.0)
+        channels = self.channels
+        overflow_flag = pyaudio.paInputOverflow
+
+        def callback(in_data: bytes, frame_count: int, time_info: Any, status: int) -> tuple:
+            block = np.frombuffer(in_data, dtype=np.float32).reshape(-1, channels)
+            on_block(block, bool(status & overflow_flag))
+            return (None, pyaudio.paContinue)
+
+        self._pa = pyaudio.PyAudio()
+        try:
+            self._stream = self._pa.open(
+                format=pyaudio.paFloat32, channels=channels, rate=int(self.samplerate),
+                input=True, input_device_index=device.device_index, stream_callback=callback,
+                start=False,
+            )
+        except OSError as exc:
+            self._pa.terminate()
+            raise CaptureError(f"cannot open {device.name!r} for capture: {exc}") from exc
+
+    def start(self) -> None:
+        self._stream.start_stream()
+
+    def close(self) -> None:
+        try:
+            self._stream.stop_stream()
+            self._stream.close()
+        finally:
+            self._pa.terminate()
