@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 DEFAULT_BACKEND_URL = "ws://localhost:8081/v1/realtime"
+DEFAULT_PING_TIMEOUT = 2.0  # SageMaker polls /ping often; never hang it
+DEFAULT_OPEN_TIMEOUT = 10.0  # connecting to vLLM once a client is accepted
 
 
 class ConfigError(ValueError):
@@ -18,8 +20,8 @@ class ConfigError(ValueError):
 class BridgeConfig:
     backend_url: str = DEFAULT_BACKEND_URL
     health_url: str = "http://localhost:8081/health"
-    ping_timeout: float = 2.0  # SageMaker polls /ping often; never hang it
-    open_timeout: float = 10.0  # connecting to vLLM once a client is accepted
+    ping_timeout: float = DEFAULT_PING_TIMEOUT
+    open_timeout: float = DEFAULT_OPEN_TIMEOUT
 
     def __post_init__(self) -> None:
         if urlsplit(self.backend_url).scheme not in ("ws", "wss"):
@@ -47,8 +49,8 @@ class BridgeConfig:
         return cls(
             backend_url=backend_url,
             health_url=health_url,
-            ping_timeout=_seconds(env, "BRIDGE_PING_TIMEOUT", cls.ping_timeout),
-            open_timeout=_seconds(env, "BRIDGE_OPEN_TIMEOUT", cls.open_timeout),
+            ping_timeout=_seconds(env, "BRIDGE_PING_TIMEOUT", DEFAULT_PING_TIMEOUT),
+            open_timeout=_seconds(env, "BRIDGE_OPEN_TIMEOUT", DEFAULT_OPEN_TIMEOUT),
         )
 
 
