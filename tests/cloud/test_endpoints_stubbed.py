@@ -138,8 +138,8 @@ def endpoint_description(name: str, status: str, **extra: Any) -> dict[str, Any]
 
 
 def config_description(name: str, variant_types: dict[str, Any]) -> dict[str, Any]:
-    return {"EndpointConfigName": name, "EndpointConfigArn": f"{ACCOUNT_ARN}:endpoint-config/{name}",
-            "CreationTime": T0,
+    return {"EndpointConfigName": name,
+            "EndpointConfigArn": f"{ACCOUNT_ARN}:endpoint-config/{name}", "CreationTime": T0,
             "ProductionVariants": [{"VariantName": "AllTraffic", "ModelName": name,
                                     "InitialInstanceCount": 1, **variant_types}]}
 
