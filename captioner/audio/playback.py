@@ -1,0 +1,384 @@
+"""Play spoken replies on a chosen output device, starting on the first chunk.
+
+PCM s16le arrives in bursts from the network. :class:`Player` resamples it with
+soxr (the server's 24 kHz → the device's rate) on the asyncio side and writes it
+into a preallocated ring buffer; PortAudio's callback only copies from the ring
+(no allocation of sample buffers, no locks, no logging). A small prebuffer
+(jitter buffer) absorbs arrival jitter; when the ring runs dry mid-reply that
+is an underrun: counted, silence played, and the prebuffer refilled.
+
+The ring is single-producer/single-consumer: the producer only advances
+``_written``, the callback only advances ``_read``; each reads the other's
+counter, which the GIL makes atomic.
+
+:class:`WavSink` takes the same calls and writes a WAV file instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sounddevice as sd
+import soxr
+
+log = logging.getLogger(__name__)
+
+
+class PlaybackError(RuntimeError):
+    """The output device cannot be found or opened; ``str()`` says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputDevice:
+    index: int
+    name: str
+    hostapi: str
+    default_samplerate: float
+    channels: int
+
+
+def list_output_devices() -> list[OutputDevice]:
+    """Devices that can play sound, in PortAudio's order."""
+    try:
+        devices = sd.query_devices()
+        hostapis = sd.query_hostapis()
+    except sd.PortAudioError as exc:
+        raise PlaybackError(f"cannot list audio devices: {exc}") from exc
+    return [
+        OutputDevice(
+            index=i,
+            name=d["name"],
+            hostapi=hostapis[d["hostapi"]]["name"],
+            default_samplerate=float(d["default_samplerate"]),
+            channels=int(d["max_output_channels"]),
+        )
+        for i, d in enumerate(devices)
+        if d["max_output_channels"] > 0
+    ]
+
+
+def resolve_output_device(spec: str | int | None) -> OutputDevice:
+    """The device for an index, a name (exact, else the first containing it) or the default."""
+    outputs = list_output_devices()
+    if not outputs:
+        raise PlaybackError("no audio output device is available")
+    if spec is None or spec == "":
+        try:
+            default = sd.default.device[1]
+            index = default if default is not None and default >= 0 else sd.query_devices(
+                kind="output")["index"]
+        except (sd.PortAudioError, KeyError, TypeError) as exc:
+            raise PlaybackError(f"no default audio output: {exc}") from exc
+        spec = int(index)
+    if isinstance(spec, str) and spec.strip().lstrip("-").isdigit():
+        spec = int(spec)
+    if isinstance(spec, int):
+        for dev in outputs:
+            if dev.index == spec:
+                return dev
+        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(outputs)}")
+    wanted = spec.casefold()
+    for match in (lambda d: d.name.casefold() == wanted, lambda d: wanted in d.name.casefold()):
+        for dev in outputs:
+            if match(dev):
+                return dev
+    raise PlaybackError(f"no audio output named {spec!r}; outputs: {_names(outputs)}")
+
+
+def _names(outputs: list[OutputDevice]) -> str:
+    return ", ".join(f"#{d.index} {d.name}" for d in outputs)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybackStats:
+    underruns: int  # ring ran dry mid-reply (all replies so far)
+    device_underflows: int  # PortAudio reported an output underflow
+    first_write_at: float | None  # monotonic time of the reply's first write()
+    first_sample_at: float | None  # monotonic time the callback handed its first sample
+    samples_played: int  # at the device rate, this reply
+    device_rate: int
+
+
+class Player:
+    """An open output stream plus a jitter buffer; one reply at a time.
+
+    Call order per reply: ``start_reply(rate)``, ``await write(pcm)``…,
+    ``finish_reply()``, ``await drained()``; ``cancel()`` at any time stops it.
+    """
+
+    def __init__(
+        self,
+        device: str | int | None = None,
+        *,
+        prebuffer_ms: float = 80.0,
+        block_ms: float = 10.0,
+        buffer_seconds: float = 20.0,
+        latency: str | float = "low",
+    ) -> None:
+        self.device_spec = device
+        self.prebuffer_ms = prebuffer_ms
+        self.block_ms = block_ms
+        self.buffer_seconds = buffer_seconds
+        self.latency = latency
+        self.device: OutputDevice | None = None
+        self.rate = 0
+        self._stream: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ring = np.zeros(0, dtype=np.float32)
+        self._written = 0  # producer-owned
+        self._read = 0  # callback-owned
+        self._prebuffer = 0
+        self._playing = False
+        self._ended = False  # no more audio for this reply
+        self._discard_until = 0  # producer asks the callback to skip audio before this
+        self._space_wanted = 0
+        self._space = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._drain_signalled = True
+        self._resampler: Any = None
+        self._in_rate = 0
+        self._reply = 0
+        self._underruns = 0
+        self._device_underflows = 0
+        self._first_write_at: float | None = None
+        self._first_sample_at: float | None = None
+        self._reply_read_start = 0
+
+    # --- lifecycle -------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Find the device and start its stream (silence until a reply arrives)."""
+        if self._stream is not None:
+            return
+        self._loop = asyncio.get_running_loop()
+        self.device = resolve_output_device(self.device_spec)
+        self.rate = int(self.device.default_samplerate) or 48_000
+        self._ring = np.zeros(max(1, int(self.rate * self.buffer_seconds)), dtype=np.float32)
+        self._prebuffer = int(self.rate * self.prebuffer_ms / 1000)
+        try:
+            self._stream = sd.OutputStream(
+                samplerate=self.rate,
+                device=self.device.index,
+                channels=1,
+                dtype="float32",
+                blocksize=max(1, int(self.rate * self.block_ms / 1000)),
+                latency=self.latency,
+                callback=self._callback,
+            )
+            self._stream.start()
+        except (sd.PortAudioError, ValueError) as exc:
+            self._stream = None
+            raise PlaybackError(f"cannot open audio output {self.device.name!r}: {exc}") from exc
+        log.info("= playing on #%d %s at %d Hz", self.device.index, self.device.name, self.rate)
+
+    async def close(self) -> None:
+        """Stop the stream; idempotent."""
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            try:
+                stream.stop()
+                stream.close()
+            except sd.PortAudioError:
+                log.debug("! error closing the output stream", exc_info=True)
+        self._ended = True
+        self._drained.set()
+        self._space.set()
+
+    # --- one reply -------------------------------------------------------------
+
+    def start_reply(self, sample_rate: int) -> None:
+        """Begin a reply whose PCM is at ``sample_rate``; drops what is left of the last one."""
+        if self._stream is None:
+            raise PlaybackError("the output is not open")
+        self.cancel()
+        self._reply += 1
+        self._in_rate = sample_rate
+        self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
+                                              quality="HQ")
+        self._first_write_at = None
+        self._first_sample_at = None
+        self._reply_read_start = self._written
+        self._drained.clear()
+        self._drain_signalled = False
+        self._ended = False
+
+    def set_input_rate(self, sample_rate: int) -> None:
+        """A sentence announced another rate: flush the resampler and switch."""
+        if sample_rate == self._in_rate or self._resampler is None:
+            return
+        self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+        self._in_rate = sample_rate
+        self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
+                                              quality="HQ")
+
+    async def write(self, pcm: bytes) -> None:
+        """Queue PCM s16le mono; waits only when the ring is full (network ahead of playback)."""
+        if self._resampler is None or self._ended:
+            return
+        if self._first_write_at is None:
+            self._first_write_at = time.monotonic()
+        samples = np.frombuffer(pcm, dtype="<i2", count=len(pcm) // 2).astype(np.float32)
+        samples *= 1.0 / 32768.0
+        out = self._resampler.resample_chunk(samples)
+        await self._put_async(out)
+
+    def finish_reply(self) -> None:
+        """No more audio for this reply: play what is buffered, even below the prebuffer."""
+        if self._resampler is not None and not self._ended:
+            self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+        self._resampler = None
+        self._ended = True
+        if self._stream is None:
+            self._drained.set()
+
+    async def drained(self) -> None:
+        """Wait until the reply's last sample has been handed to the device."""
+        await self._drained.wait()
+
+    def cancel(self) -> None:
+        """Stop the current reply now: drop buffered audio, wake waiting writers."""
+        self._reply += 1
+        self._resampler = None
+        self._ended = True
+        self._discard_until = self._written
+        if self._stream is None or not self._stream.active:
+            self._read = self._written
+        self._drained.set()
+        self._space.set()
+
+    def stats(self) -> PlaybackStats:
+        return PlaybackStats(
+            underruns=self._underruns,
+            device_underflows=self._device_underflows,
+            first_write_at=self._first_write_at,
+            first_sample_at=self._first_sample_at,
+            samples_played=self._read - self._reply_read_start,
+            device_rate=self.rate,
+        )
+
+    # --- producer side of the ring ---------------------------------------------
+
+    async def _put_async(self, out: np.ndarray) -> None:
+        reply = self._reply
+        size = len(self._ring)
+        start = 0
+        while start < len(out):
+            n = min(len(out) - start, size // 2)
+            while size - (self._written - self._read) < n:
+                self._space.clear()
+                self._space_wanted = n
+                if size - (self._written - self._read) >= n:
+                    break
+                await self._space.wait()
+                if reply != self._reply or self._stream is None:
+                    return  # cancelled while waiting
+            self._space_wanted = 0
+            self._put(out[start:start + n])
+            start += n
+
+    def _put(self, out: np.ndarray) -> None:
+        """Copy into the ring; the caller made sure it fits."""
+        n = len(out)
+        if n == 0:
+            return
+        size = len(self._ring)
+        n = min(n, size - (self._written - self._read))
+        pos = self._written % size
+        first = min(n, size - pos)
+        self._ring[pos:pos + first] = out[:first]
+        self._ring[:n - first] = out[first:n]
+        self._written += n
+
+    # --- consumer side: PortAudio's thread ---------------------------------------
+
+    def _callback(self, outdata: np.ndarray, frames: int, _time: Any, status: Any) -> None:
+        if status.output_underflow:
+            self._device_underflows += 1
+        if self._read < self._discard_until:
+            self._read = self._discard_until
+            self._playing = False
+        avail = self._written - self._read
+        if not self._playing and (avail >= self._prebuffer or (self._ended and avail > 0)):
+            self._playing = True
+        n = min(avail, frames) if self._playing else 0
+        if n:
+            size = len(self._ring)
+            pos = self._read % size
+            first = min(n, size - pos)
+            outdata[:first, 0] = self._ring[pos:pos + first]
+            if first < n:
+                outdata[first:n, 0] = self._ring[:n - first]
+            if self._first_sample_at is None:
+                self._first_sample_at = time.monotonic()
+            self._read += n
+        if n < frames:
+            outdata[n:].fill(0)
+            if self._playing and not self._ended:
+                self._underruns += 1
+                self._playing = False  # refill the prebuffer before resuming
+        loop = self._loop
+        if loop is None:
+            return
+        if self._space_wanted and len(self._ring) - (self._written - self._read) >= (
+            self._space_wanted
+        ):
+            self._space_wanted = 0
+            loop.call_soon_threadsafe(self._space.set)
+        if self._ended and not self._drain_signalled and self._written == self._read:
+            self._drain_signalled = True
+            self._playing = False
+            loop.call_soon_threadsafe(self._drained.set)
+
+
+class WavSink:
+    """Writes replies to a WAV file (mono s16le at the first reply's rate) instead of playing."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._wav: wave.Wave_write | None = None
+        self._rate = 0
+        self.bytes_written = 0
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def start_reply(self, sample_rate: int) -> None:
+        if self._wav is None:
+            self._wav = wave.open(str(self.path), "wb")  # noqa: SIM115 - open across replies
+            self._wav.setnchannels(1)
+            self._wav.setsampwidth(2)
+            self._wav.setframerate(sample_rate)
+            self._rate = sample_rate
+        elif sample_rate != self._rate:
+            log.warning("! %s: reply at %d Hz written into a %d Hz file", self.path,
+                        sample_rate, self._rate)
+
+    def set_input_rate(self, sample_rate: int) -> None:
+        self.start_reply(sample_rate)
+
+    async def write(self, pcm: bytes) -> None:
+        if self._wav is not None:
+            self._wav.writeframes(pcm)
+            self.bytes_written += len(pcm)
+
+    def finish_reply(self) -> None:
+        pass
+
+    async def drained(self) -> None:
+        return None
+
+    def cancel(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        if self._wav is not None:
+            self._wav.close()
+            self._wav = None
