@@ -56,8 +56,13 @@ class PortAudioInput:
         rate = device.default_samplerate or 48_000.0
         self._closing = threading.Event()
 
-        def callback(indata: np.ndarray, frames: int, time: Any, status: sd.CallbackFlags) -> None:
-            on_block(indata, bool(status.input_overflow))
+        channels = self.channels
+
+        def callback(indata: Any, frames: int, time: Any, status: sd.CallbackFlags) -> None:
+            # A raw stream hands over a buffer; viewing it costs less than sounddevice's
+            # own array wrapping (which also warns on NumPy ≥ 2.5).
+            block = np.frombuffer(indata, dtype=np.float32).reshape(frames, channels)
+            on_block(block, bool(status.input_overflow))
 
         def finished() -> None:
             if not self._closing.is_set():
@@ -65,7 +70,7 @@ class PortAudioInput:
 
         try:
             with pulse_route(device):
-                self._stream = sd.InputStream(
+                self._stream = sd.RawInputStream(
                     device=device.device_index, channels=self.channels, samplerate=rate,
                     dtype="float32", callback=callback, finished_callback=finished,
                 )

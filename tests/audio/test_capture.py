@@ -1,0 +1,226 @@
+"""AudioCapture driven through its stream callback (the hardware edge), no sound server."""
+
+import asyncio
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+from captioner.audio.capture import AudioCapture, FrameRing, State
+from captioner.audio.devices import AudioDevice
+from captioner.audio.errors import CaptureError
+from captioner.settings import AudioSettings
+
+MIC = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0, is_default=True)
+SYSTEM = AudioDevice(2, "Fake Monitor", "system", 2, 48_000.0, is_default=True)
+
+
+class FakeStream:
+    """Stands in for PortAudio: the test calls ``on_block`` as the audio thread would."""
+
+    def __init__(self, device, on_block, on_end):
+        self.device, self.on_block, self.on_end = device, on_block, on_end
+        self.samplerate = device.default_samplerate
+        self.channels = device.channels
+        self.started = self.closed = False
+
+    def start(self):
+        self.started = True
+
+    def close(self):
+        self.closed = True
+
+
+class Opener:
+    def __init__(self):
+        self.streams: dict[str, FakeStream] = {}
+
+    def __call__(self, device, on_block, on_end):
+        stream = FakeStream(device, on_block, on_end)
+        self.streams[device.kind] = stream
+        return stream
+
+
+def run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+async def collect(capture, count):
+    out = []
+    async for chunk in capture.chunks():
+        out.append(chunk)
+        if len(out) == count:
+            break
+    return out
+
+
+def pcm(chunks):
+    return np.frombuffer(b"".join(chunks), "<i2").astype(np.float32) / 32767
+
+
+def test_mic_chunks_fixed_size_and_level_meter():
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("mic", mic=MIC, chunk_bytes=2048, opener=opener)
+        await cap.start()
+        stream = opener.streams["mic"]
+        assert stream.started
+        block = np.full((1000, 1), 0.25, np.float32)  # 16 kHz mono: no resampling
+        for _ in range(5):
+            stream.on_block(block, False)
+        chunks = await collect(cap, 4)
+        assert [len(c) for c in chunks] == [2048] * 4
+        assert cap.level_dbfs == pytest.approx(20 * np.log10(0.25), abs=0.05)
+        await cap.stop()
+        rest = [c async for c in cap.chunks()]
+        assert stream.closed and cap.state is State.STOPPED
+        assert sum(map(len, chunks + rest)) == 5000 * 2
+        np.testing.assert_allclose(pcm(chunks + rest), 0.25, atol=1e-4)
+    run(main())
+
+
+def test_blocks_from_another_thread_arrive_in_order():
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("mic", mic=MIC, chunk_bytes=4096, opener=opener)
+        await cap.start()
+        ramp = np.arange(24_000, dtype=np.float32) / 24_000 - 0.5  # 1.5 s: fits the 2 s ring
+        blocks = [ramp[i:i + 441, None] for i in range(0, ramp.size, 441)]
+        feeder = threading.Thread(
+            target=lambda: [opener.streams["mic"].on_block(b, False) for b in blocks])
+        feeder.start()
+        got = await collect(cap, 24_000 * 2 // 4096)
+        feeder.join()
+        np.testing.assert_allclose(pcm(got), ramp[:len(pcm(got))], atol=1e-4)
+        assert cap.dropped_frames == 0
+        await cap.stop()
+    run(main())
+
+
+def test_overflow_is_counted_and_logged(caplog):
+    async def main():
+        opener = Opener()
+        # a ring of 480 frames (10 ms at 48 kHz)
+        cap = AudioCapture("system", system=SYSTEM, buffer_seconds=0.01, opener=opener)
+        await cap.start()
+        stream = opener.streams["system"]
+        block = np.zeros((200, 2), np.float32)
+        for _ in range(5):  # the loop does not run in between: the ring fills up
+            stream.on_block(block, False)
+        assert cap.dropped_frames == 3 * 200
+        stream.on_block(block, True)
+        assert cap.device_overflows == 1
+        await asyncio.sleep(0)  # let the scheduled wake-up run
+        await cap.stop()
+    with caplog.at_level(logging.WARNING, logger="captioner.audio.capture"):
+        run(main())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("overflow" in m and "800 total" in m and m.startswith("!") for m in warnings)
+
+
+def test_ring_never_overwrites_unread_frames():
+    ring = FrameRing(10, 1)
+    assert ring.write(np.arange(6, dtype=np.float32)[:, None])
+    assert not ring.write(np.zeros((5, 1), np.float32))
+    parts, n = ring.segments()
+    ring.release(n)
+    assert n == 6 and np.concatenate(parts)[:, 0].tolist() == list(range(6))
+    assert ring.write(np.arange(8, dtype=np.float32)[:, None])  # wraps around
+    parts, n = ring.segments()
+    assert len(parts) == 2 and np.concatenate(parts)[:, 0].tolist() == list(range(8))
+
+
+def test_both_mixes_sources_with_gains_aligned_by_sample_count():
+    async def main():
+        opener = Opener()
+        mic = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0)
+        system = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0)
+        cap = AudioCapture("both", mic=mic, system=system, mic_gain=0.5, system_gain=2.0,
+                           chunk_bytes=2048, opener=opener)
+        await cap.start()
+        opener.streams["system"].on_block(np.full((1024, 1), 0.1, np.float32), False)
+        opener.streams["mic"].on_block(np.full((512, 1), 0.4, np.float32), False)
+        opener.streams["mic"].on_block(np.full((512, 1), -0.4, np.float32), False)
+        (chunk,) = await collect(cap, 1)
+        mixed = pcm([chunk])
+        np.testing.assert_allclose(mixed[:512], 0.2 + 0.2, atol=1e-4)
+        np.testing.assert_allclose(mixed[512:], 0.2 - 0.2, atol=1e-4)
+        await cap.stop()
+    run(main())
+
+
+def test_both_goes_on_alone_when_one_source_lags_and_realigns_later():
+    async def main():
+        opener = Opener()
+        mic = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0)
+        system = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0)
+        cap = AudioCapture("both", mic=mic, system=system, chunk_bytes=2048,
+                           max_lag_seconds=0.1, opener=opener)  # 1600 samples
+        await cap.start()
+        opener.streams["system"].on_block(np.full((2624, 1), 0.3, np.float32), False)
+        (chunk,) = await collect(cap, 1)  # 1024 samples went out without the mic
+        np.testing.assert_allclose(pcm([chunk]), 0.3, atol=1e-4)
+        # The mic's first 1024 samples cover time already sent: they are skipped.
+        late = np.concatenate([np.full(1024, 0.5), np.full(1600, -0.1)]).astype(np.float32)
+        opener.streams["mic"].on_block(late[:, None], False)
+        (chunk,) = await collect(cap, 1)
+        np.testing.assert_allclose(pcm([chunk]), 0.3 - 0.1, atol=1e-4)
+        await cap.stop()
+    run(main())
+
+
+def test_stream_that_ends_by_itself_ends_the_iterator_with_capture_error():
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("mic", mic=MIC, chunk_bytes=2048, opener=opener)
+        await cap.start()
+        stream = opener.streams["mic"]
+        stream.on_block(np.full((1500, 1), 0.1, np.float32), False)
+        threading.Thread(target=stream.on_end, args=("device unplugged",)).start()
+        got = []
+        with pytest.raises(CaptureError, match="mic capture: device unplugged"):
+            async for chunk in cap.chunks():
+                got.append(chunk)
+        assert sum(map(len, got)) == 3000  # what was captured before the failure is kept
+        assert cap.state is State.FAILED and isinstance(cap.error, CaptureError)
+        await cap.stop()  # harmless after a failure
+        await asyncio.sleep(0)
+        assert stream.closed
+    run(main())
+
+
+def test_silent_device_fails_after_the_stall_timeout():
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("mic", mic=MIC, stall_timeout=0.3, start_timeout=0.3, opener=opener)
+        await cap.start()
+        opener.streams["mic"].on_block(np.zeros((160, 1), np.float32), False)
+        with pytest.raises(CaptureError, match="no audio from 'Fake Mic'"):
+            async for _ in cap.chunks():
+                pass
+    run(main())
+
+
+def test_opening_failure_is_a_capture_error_and_closes_what_opened():
+    opener = Opener()
+
+    def failing(device, on_block, on_end):
+        if device.kind == "mic":
+            raise CaptureError("cannot open 'Fake Mic' for capture: busy")
+        return opener(device, on_block, on_end)
+
+    async def main():
+        cap = AudioCapture("both", mic=MIC, system=SYSTEM, opener=failing)
+        with pytest.raises(CaptureError, match="busy"):
+            await cap.start()
+        assert opener.streams["system"].closed and cap.state is State.FAILED
+    run(main())
+
+
+def test_from_settings_picks_devices_by_name_and_gains():
+    settings = AudioSettings(source="both", mic_device="fake mic", system_device="2",
+                             mic_gain=0.7, system_gain=1.3, chunk_bytes=8192)
+    cap = AudioCapture.from_settings(settings, devices=[MIC, SYSTEM], opener=Opener())
+    assert cap.devices == [SYSTEM, MIC] and cap.chunk_bytes == 8192
+    assert [s.gain for s in cap._sources] == [1.3, 0.7]

@@ -1,0 +1,167 @@
+"""A private PulseAudio daemon with null sinks, for real audio tests without a sound card.
+
+The daemon runs in a temporary folder with its own socket (no clash with a
+desktop session or with another test run) and works as root (it only warns).
+PortAudio reaches it through ALSA's ``pulse`` plugin (Debian package
+``libasound2-plugins``), with ``PULSE_SERVER`` pointing at the socket; PortAudio
+is re-scanned after the daemon starts, because it lists devices only once.
+
+Fixtures: ``pulse`` (session): a :class:`PulseSetup` whose default sink is the
+null sink ``captioner_test``. :class:`PulseDaemon` can also be started on its own,
+e.g. to kill it in the middle of a capture.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from captioner.audio.devices import refresh_portaudio
+
+SINK = "captioner_test"
+_READY_LINE = "Daemon startup complete"
+
+
+class PulseDaemon:
+    """``pulseaudio`` in the foreground with a private socket; start() waits until it serves."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = Path(folder or tempfile.mkdtemp(prefix="captioner-pulse-"))
+        self.socket = self.folder / "native"
+        self.server = f"unix:{self.socket}"
+        self.log: list[str] = []
+        self._ready = threading.Event()
+        self._proc: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 15.0) -> None:
+        exe = shutil.which("pulseaudio")
+        if exe is None:
+            raise RuntimeError("pulseaudio is not installed (Debian: pulseaudio pulseaudio-utils)")
+        runtime = self.folder / "runtime"
+        runtime.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, HOME=str(self.folder), XDG_RUNTIME_DIR=str(runtime),
+                   PULSE_RUNTIME_PATH=str(runtime), PULSE_STATE_PATH=str(self.folder / "state"),
+                   LC_ALL="C")
+        env.pop("PULSE_SERVER", None)
+        self._proc = subprocess.Popen(
+            [exe, "-n", "--daemonize=no", "--system=no", "--use-pid-file=no",
+             "--exit-idle-time=-1", "--disable-shm=yes", "--log-target=stderr",
+             "--log-level=info",
+             "-L", f"module-native-protocol-unix auth-anonymous=1 socket={self.socket}"],
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+        )
+        threading.Thread(target=self._read_log, daemon=True).start()
+        if not self._ready.wait(timeout) or self._proc.poll() is not None:
+            self.stop()
+            raise RuntimeError("PulseAudio did not start:\n" + "\n".join(self.log[-20:]))
+
+    def _read_log(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self.log.append(line.rstrip())
+            if _READY_LINE in line:
+                self._ready.set()
+        self._ready.set()  # the daemon exited: wake start() so it can report
+
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
+    def env(self) -> dict[str, str]:
+        return dict(os.environ, PULSE_SERVER=self.server, LC_ALL="C")
+
+    def pactl(self, *args: str) -> str:
+        done = subprocess.run(["pactl", *args], env=self.env(), capture_output=True, text=True,
+                              timeout=15, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"pactl {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def add_null_sink(self, name: str, description: str | None = None) -> str:
+        """Load a null sink; returns its monitor source's name."""
+        desc = (description or name).replace(" ", "_")
+        self.pactl("load-module", "module-null-sink", f"sink_name={name}",
+                   f"sink_properties=device.description={desc}")
+        return f"{name}.monitor"
+
+    def play(self, wav: Path, sink: str = SINK, timeout: float = 60.0) -> None:
+        """Play ``wav`` into ``sink``; returns when the sink has played it all."""
+        subprocess.run(["paplay", "-d", sink, str(wav)], env=self.env(), check=True,
+                       timeout=timeout, capture_output=True)
+
+    def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@dataclass
+class PulseSetup:
+    """What the ``pulse`` fixture yields."""
+
+    daemon: PulseDaemon
+    sink: str = SINK
+    monitor: str = f"{SINK}.monitor"
+    extra_sinks: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def server(self) -> str:
+        return self.daemon.server
+
+    def play(self, wav: Path, sink: str | None = None) -> None:
+        """paplay ``wav`` into ``sink`` (default: the test sink); returns when done."""
+        self.daemon.play(wav, sink or self.sink)
+
+    def null_sink(self, name: str) -> str:
+        """A further null sink (created once per session); returns its monitor's name."""
+        if name not in self.extra_sinks:
+            self.extra_sinks[name] = self.daemon.add_null_sink(name)
+            refresh_portaudio()
+        return self.extra_sinks[name]
+
+    def pactl(self, *args: str) -> str:
+        return self.daemon.pactl(*args)
+
+
+@pytest.fixture(scope="session")
+def pulse() -> Iterator[PulseSetup]:
+    """A running private PulseAudio with the default null sink ``captioner_test``.
+
+    ``PULSE_SERVER`` points this process (and its children) at it while the
+    session lasts, and PortAudio is re-scanned so it lists the ``pulse`` device.
+    """
+    daemon = PulseDaemon()
+    daemon.start()
+    saved = {k: os.environ.get(k) for k in ("PULSE_SERVER", "PULSE_SOURCE", "PULSE_SINK")}
+    try:
+        daemon.add_null_sink(SINK, "Captioner test sink")
+        daemon.pactl("set-default-sink", SINK)
+        os.environ["PULSE_SERVER"] = daemon.server
+        os.environ.pop("PULSE_SOURCE", None)
+        os.environ.pop("PULSE_SINK", None)
+        refresh_portaudio()
+        yield PulseSetup(daemon)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        daemon.stop()
+        refresh_portaudio()
