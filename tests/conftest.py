@@ -5,5 +5,7 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 pytest_plugins: list[str] = [
+    "tests.support.pulse",
+    "tests.support.speech",
     "tests.support.transcribers",
 ]
