@@ -14,6 +14,7 @@ from captioner import __version__
 from captioner.logs import setup_logging
 
 COMMANDS = (
+    "devices",
     "listen",
     "transcribe",
     "serve",
