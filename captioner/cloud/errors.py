@@ -27,6 +27,7 @@ from botocore.exceptions import (
     NoCredentialsError,
     NoRegionError,
     PartialCredentialsError,
+    ProfileNotFound,
     ReadTimeoutError,
 )
 
@@ -185,6 +186,12 @@ def translate(exc: BaseException, operation: str = "") -> EndpointControlError:
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
         return CredentialsError(
             f"No usable AWS credentials{where}: set up a profile or store keys in Captioner.",
+            operation=operation,
+        )
+    if isinstance(exc, ProfileNotFound):
+        return CredentialsError(
+            f"AWS profile {exc.kwargs.get('profile')!r} is not in the AWS config files; "
+            "check the profile name (settings or --profile).",
             operation=operation,
         )
     if isinstance(exc, NoRegionError):

@@ -1,0 +1,282 @@
+"""`captioner endpoint deploy|status|stop|list`: the SageMaker endpoints from a terminal.
+
+Defaults come from settings (cloud.stt / cloud.tts, aws.region / aws.profile); flags
+override them for this run only. Deploy shows the plan and its estimated hourly cost
+and asks before creating anything (``--yes`` skips the question).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError
+
+from captioner import settings as settings_mod
+from captioner.cloud import scaling
+from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind
+from captioner.cloud.endpoints import CostEstimate, EndpointControl
+from captioner.cloud.errors import (
+    DeployConfigError,
+    DeployFailedError,
+    EndpointControlError,
+    translate,
+)
+from captioner.cloud.pricing import format_cost
+from captioner.cloud.status import EndpointSnapshot
+from captioner.cloud.watch import wait_for, wait_in_service
+
+PRICING_URL = "https://aws.amazon.com/sagemaker/ai/pricing/"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "endpoint", help="deploy, watch and stop the SageMaker endpoints",
+        description=__doc__.splitlines()[0],
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--kind", choices=KINDS, help="stt (captions) or tts (spoken replies)")
+    common.add_argument("--region", help="AWS region (default: settings)")
+    common.add_argument("--profile", help="AWS profile (default: settings)")
+    common.add_argument("--poll-interval", type=float, default=15.0, help=argparse.SUPPRESS)
+
+    deploy = actions.add_parser("deploy", parents=[common], help="create an endpoint")
+    deploy.add_argument("--image-uri", help="ECR image built from container/ (stt)")
+    deploy.add_argument("--model-source", help="s3://bucket/prefix/ or a model id")
+    deploy.add_argument("--instance-type", action="append", dest="instance_types",
+                        metavar="TYPE", help="repeat for an ordered pool of up to 5 types")
+    deploy.add_argument("--role-arn", help="SageMaker execution role ARN")
+    deploy.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="extra container environment (e.g. SM_VLLM_MAX_MODEL_LEN=30000)")
+    deploy.add_argument("--autoscale", metavar="MIN:MAX",
+                        help="team-shared endpoint: autoscale between MIN and MAX instances")
+    deploy.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm the cost")
+    deploy.add_argument("--wait", action="store_true", help="wait until InService")
+
+    status = actions.add_parser("status", parents=[common], help="show endpoint status")
+    status.add_argument("name", nargs="?", help="endpoint name (default: all managed ones)")
+    status.add_argument("--wait", action="store_true", help="wait until InService/Failed/gone")
+
+    stop = actions.add_parser("stop", parents=[common],
+                              help="delete endpoint, config and model")
+    stop.add_argument("name", nargs="?", help="endpoint name (default: all managed ones)")
+    stop.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
+    stop.add_argument("--force", action="store_true",
+                      help="also delete an endpoint Captioner did not create")
+
+    actions.add_parser("list", parents=[common], help="list Captioner's endpoints")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = settings_mod.load()
+        control = make_control(args, settings)
+        action = {"deploy": _deploy, "status": _status, "stop": _stop, "list": _list}
+        return action[args.action](args, control, settings)
+    except DeployConfigError as exc:
+        _err(str(exc))
+        return 2
+    except EndpointControlError as exc:
+        _err(str(exc))
+        return 1
+    except BotoCoreError as exc:  # e.g. ProfileNotFound while building clients
+        _err(str(translate(exc)))
+        return 1
+
+
+def make_control(args: argparse.Namespace, settings: settings_mod.Settings) -> EndpointControl:
+    region = args.region or settings.aws.region
+    profile = args.profile or settings.aws.profile
+    session = boto3.Session(profile_name=profile, region_name=region)
+    return EndpointControl.from_session(session, region)
+
+
+# ---- actions ---------------------------------------------------------------------------
+
+
+def _deploy(args: argparse.Namespace, control: EndpointControl,
+            settings: settings_mod.Settings) -> int:
+    kind: Kind = args.kind or "stt"
+    base = getattr(settings.cloud, kind)
+    deploy_settings = replace(
+        base,
+        image_uri=args.image_uri if args.image_uri is not None else base.image_uri,
+        model_source=args.model_source if args.model_source is not None else base.model_source,
+        instance_types=args.instance_types or list(base.instance_types),
+        role_arn=args.role_arn if args.role_arn is not None else base.role_arn,
+    )
+    policy = _autoscale_policy(args.autoscale, deploy_settings)
+    if policy is not None and not args.wait:
+        raise DeployConfigError("--autoscale needs --wait: scaling is set up once InService.")
+    plan = control.plan(kind, deploy_settings, env=_parse_env(args.env))
+    _print_plan(plan, control.estimate(plan), policy)
+    if not args.yes and not _confirm("Deploy this endpoint?"):
+        print("Nothing was created.")
+        return 1
+    control.deploy(plan, on_step=lambda step: print(f"  {step}"))
+    print(f"Endpoint {plan.name} is being created (first start takes many minutes).")
+    if not args.wait:
+        print(f"Follow it with: captioner endpoint status {plan.name} --wait")
+        print(f"Stop it with:   captioner endpoint stop {plan.name}")
+        return 0
+    try:
+        snap = wait_in_service(control, plan.name, on_snapshot=_print_progress,
+                               poll_interval=args.poll_interval, timeout=None)
+    except KeyboardInterrupt:
+        print(f"\nStopped waiting; {plan.name} is still being created and will bill once up. "
+              f"Stop it with: captioner endpoint stop {plan.name}")
+        return 130
+    except DeployFailedError as exc:
+        _err(str(exc))
+        print(f"Cleaning up {plan.name} …")
+        control.stop(plan.name, poll_interval=args.poll_interval)
+        return 1
+    if policy is not None:
+        control.apply_autoscaling(plan.name, policy)
+        print(f"  autoscaling: {policy.min_capacity}–{policy.max_capacity} instances")
+    print(f"Endpoint {plan.name} is InService on {snap.instance_type or 'an instance'}.")
+    print(f"Use it as: sagemaker://{plan.name}?region={control.region}")
+    return 0
+
+
+def _status(args: argparse.Namespace, control: EndpointControl,
+            settings: settings_mod.Settings) -> int:
+    names = ([args.name] if args.name
+             else [e.name for e in control.find_managed_endpoints(args.kind)])
+    if not names:
+        print(f"No Captioner endpoints in {control.region}.")
+        return 0
+    for name in names:
+        if args.wait:
+            wait_for(control, name, lambda s: s.stage.terminal, on_snapshot=_print_progress,
+                     poll_interval=args.poll_interval)
+        else:
+            _print_snapshot(control.snapshot(name))
+    return 0
+
+
+def _stop(args: argparse.Namespace, control: EndpointControl,
+          settings: settings_mod.Settings) -> int:
+    if args.name:
+        names = [args.name]
+    else:
+        names = [e.name for e in control.find_managed_endpoints(args.kind)]
+        if not names:
+            print(f"No Captioner endpoints in {control.region}.")
+            return 0
+        print("Will stop: " + ", ".join(names))
+        if not args.yes and not _confirm("Stop these endpoints?"):
+            return 1
+    for name in names:
+        print(f"Stopping {name} …")
+        report = control.stop(name, on_snapshot=_print_progress,
+                              poll_interval=args.poll_interval, force=args.force)
+        for item in report.deleted:
+            print(f"  deleted {item}")
+        for item in report.already_gone:
+            print(f"  already gone: {item}")
+    return 0
+
+
+def _list(args: argparse.Namespace, control: EndpointControl,
+          settings: settings_mod.Settings) -> int:
+    endpoints = control.find_managed_endpoints(args.kind)
+    if not endpoints:
+        print(f"No Captioner endpoints in {control.region}.")
+        return 0
+    for e in endpoints:
+        created = e.created_at.strftime("%Y-%m-%d %H:%M") if e.created_at else "?"
+        print(f"{e.name:40} {e.kind or '?':4} {e.status:12} created {created}")
+    return 0
+
+
+# ---- helpers ---------------------------------------------------------------------------
+
+
+def _autoscale_policy(text: str | None, deploy_settings: settings_mod.EndpointDeploySettings
+                      ) -> scaling.AutoscalingPolicy | None:
+    if text is None:
+        return scaling.policy_from_settings(deploy_settings)
+    low, sep, high = text.partition(":")
+    if not sep or not low.strip().isdigit() or not high.strip().isdigit():
+        raise DeployConfigError(f"--autoscale expects MIN:MAX (e.g. 1:3), not {text!r}.")
+    return scaling.AutoscalingPolicy(int(low), int(high))
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise DeployConfigError(f"--env expects KEY=VALUE, not {pair!r}.")
+        env[key] = value
+    return env
+
+
+def _print_plan(plan: DeployPlan, estimate: CostEstimate,
+                policy: scaling.AutoscalingPolicy | None) -> None:
+    container = plan.model_request["PrimaryContainer"]
+    source = container.get("ModelDataSource", {}).get("S3DataSource", {}).get("S3Uri")
+    print(f"Endpoint  {plan.name} ({plan.kind}, {plan.region})")
+    print(f"Image     {container['Image']}")
+    print(f"Model     {source or container['Environment'].get('SM_VLLM_MODEL')}")
+    print(f"Instances {' → '.join(plan.instance_types)}")
+    if estimate.low is None:
+        cost = "unknown (no price for these types; see " + PRICING_URL + ")"
+    elif estimate.low == estimate.high:
+        cost = f"about {format_cost(estimate.low, estimate.currency)}/hour"
+    else:
+        cost = (f"about {format_cost(estimate.low, estimate.currency)}–"
+                f"{format_cost(estimate.high, estimate.currency)}/hour, by the type that wins")
+    if policy is not None:
+        cost += f", per instance (autoscaling {policy.min_capacity}–{policy.max_capacity})"
+    print(f"Cost      {cost}")
+    print(f"          approximate, check the AWS pricing page: {PRICING_URL}")
+    if estimate.unknown_types:
+        print(f"          no price known for {', '.join(estimate.unknown_types)}")
+    print("It bills every hour until stopped (captioner endpoint stop).")
+
+
+def _print_snapshot(snap: EndpointSnapshot) -> None:
+    line = f"{snap.name}: {snap.status or snap.stage.value}"
+    if snap.created_at is not None:
+        line += f", {_hms(snap.elapsed_seconds)} since creation"
+    if snap.instance_type:
+        line += f", {snap.instance_count or 1}× {snap.instance_type}"
+    elif snap.candidate_types:
+        line += f", pool {' → '.join(snap.candidate_types)}"
+    if snap.hourly_price is not None and snap.stage.billing:
+        line += f", {format_cost(snap.hourly_price, snap.currency)}/h"
+        line += f", ~{format_cost(snap.cost_so_far, snap.currency)} so far"
+    print(line)
+    if snap.failure_reason:
+        print(f"  reason: {snap.failure_reason}")
+
+
+def _print_progress(snap: EndpointSnapshot) -> None:
+    print("  ", end="")
+    _print_snapshot(snap)
+    sys.stdout.flush()
+
+
+def _hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _confirm(question: str) -> bool:
+    try:
+        answer = input(f"{question} [y/N] ")
+    except EOFError:
+        return False
+    return answer.strip().lower() in {"y", "yes"}
+
+
+def _err(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)

@@ -1,0 +1,111 @@
+"""`captioner endpoint …` end to end against a moto server (AWS_ENDPOINT_URL points boto3 at it)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+
+from captioner.commands import endpoint
+
+ROLE = "arn:aws:iam::123456789012:role/CaptionerSageMaker"
+
+
+@pytest.fixture
+def cli_env(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
+    monkeypatch.setenv("CAPTIONER_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "prices.json").write_text(json.dumps(
+        {"regions": {"us-east-1": {"ml.g4dn.xlarge": 0.75}}}), encoding="utf-8")
+    return tmp_path
+
+
+def cli(*argv: str, poll: bool = True) -> int:
+    parser = argparse.ArgumentParser(prog="captioner")
+    endpoint.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["endpoint", *argv, *(["--poll-interval", "0.01"] if poll else [])])
+    return args.func(args)
+
+
+def endpoints(moto_url: str) -> list[str]:
+    client = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=moto_url)
+    return [e["EndpointName"] for e in client.list_endpoints()["Endpoints"]]
+
+
+def test_deploy_list_status_stop(cli_env: Path, moto_url: str,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge",
+             "--role-arn", ROLE, "--yes", "--wait", "--autoscale", "1:2")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    (name,) = endpoints(moto_url)
+    assert name.startswith("captioner-tts-")
+    assert "Cost      about $0.75/hour" in out
+    assert "approximate, check the AWS pricing page" in out
+    assert f"creating endpoint {name}" in out
+    assert "InService" in out and "autoscaling: 1–2 instances" in out
+    assert f"sagemaker://{name}?region=us-east-1" in out
+
+    assert cli("list") == 0
+    assert f"{name}" in capsys.readouterr().out
+
+    assert cli("status", name) == 0
+    out = capsys.readouterr().out
+    assert f"{name}: InService" in out and "1× ml.g4dn.xlarge" in out and "$0.75/h" in out
+
+    assert cli("stop", name) == 0
+    out = capsys.readouterr().out
+    assert f"deleted endpoint {name}" in out and f"deleted model {name}" in out
+    assert endpoints(moto_url) == []
+    assert cli("list") == 0
+    assert "No Captioner endpoints in us-east-1" in capsys.readouterr().out
+
+
+def test_declining_the_cost_prompt_creates_nothing(cli_env: Path, moto_url: str,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    rc = cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge", "--role-arn", ROLE)
+    assert rc == 1
+    out = capsys.readouterr().out
+    assert "Deploy this endpoint? [y/N]" in out and "Nothing was created." in out
+    assert endpoints(moto_url) == []
+
+
+def test_settings_supply_the_defaults(cli_env: Path, moto_url: str,
+                                      monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    (cli_env / "settings.json").write_text(json.dumps({"cloud": {"tts": {
+        "role_arn": ROLE, "instance_types": ["ml.g4dn.xlarge"]}}}), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
+    assert cli("deploy", "--kind", "tts") == 0
+    assert len(endpoints(moto_url)) == 1
+    capsys.readouterr()
+    assert cli("stop", "--yes") == 0  # no name: every managed endpoint
+    assert "Will stop: captioner-tts-" in capsys.readouterr().out
+    assert endpoints(moto_url) == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--role-arn", "arn:aws:iam::1:role/x"], "not an IAM role ARN"),
+    (["--role-arn", ROLE, "--autoscale", "1:2"], "--autoscale needs --wait"),
+    (["--role-arn", ROLE, "--autoscale", "two", "--wait"], "MIN:MAX"),
+    (["--role-arn", ROLE, "--env", "NOEQUALS"], "KEY=VALUE"),
+])
+def test_bad_input_exits_2_and_creates_nothing(cli_env: Path, moto_url: str, argv: list[str],
+                                               message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge", "--yes",
+               *argv) == 2
+    assert message in capsys.readouterr().err
+    assert endpoints(moto_url) == []
+
+
+def test_unknown_profile_is_a_clear_error(cli_env: Path, capsys: pytest.CaptureFixture[str]
+                                          ) -> None:
+    assert cli("list", "--profile", "nope") == 1
+    assert "error: AWS profile 'nope' is not in the AWS config files" in capsys.readouterr().err
