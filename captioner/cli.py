@@ -18,6 +18,7 @@ COMMANDS = (
     "listen",
     "transcribe",
     "serve",
+    "endpoint",
 )
 
 
