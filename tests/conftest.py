@@ -8,4 +8,5 @@ pytest_plugins: list[str] = [
     "tests.support.pulse",
     "tests.support.speech",
     "tests.support.transcribers",
+    "tests.support.moto_server",
 ]
