@@ -122,7 +122,8 @@ if [[ -n "${BRIDGE_CMD:-}" ]]; then
 else
     export PYTHONPATH="$BRIDGE_DEPS_DIR:$BRIDGE_APP_DIR${PYTHONPATH:+:$PYTHONPATH}"
     log "starting bridge on $BRIDGE_HOST:$BRIDGE_PORT"
-    "$BRIDGE_PYTHON" -m uvicorn bridge.main:app --host "$BRIDGE_HOST" --port "$BRIDGE_PORT" &
+    "$BRIDGE_PYTHON" -m uvicorn bridge.main:app --host "$BRIDGE_HOST" --port "$BRIDGE_PORT" \
+        --no-access-log --timeout-graceful-shutdown 5 &
 fi
 bridge_pid=$!
 

@@ -122,6 +122,16 @@ class Relay:
 
     async def _read_client(self, inbox: asyncio.Queue[str | ClientClosed]) -> None:
         """Queue the client's frames as text, then how it closed."""
+        try:
+            await self._read_frames(inbox)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # whatever broke, the backend must still be closed
+            log.exception("! session %d: reading from the client failed", self.session)
+            self._client_closed = True
+            inbox.put_nowait(ClientClosed(ABNORMAL, ""))
+
+    async def _read_frames(self, inbox: asyncio.Queue[str | ClientClosed]) -> None:
         while True:
             message = await self.client.receive()
             if message["type"] == "websocket.disconnect":

@@ -5,8 +5,9 @@
   kernel queues them) and no readiness polling is needed.
 - ``ScriptedBackend``: a websockets server standing in for vLLM where a test
   must see or steer the backend's side of a connection (close codes, drops,
-  a slow handshake). It echoes frames; ``close <code> <reason>`` closes, and
-  ``drop`` aborts the TCP connection without a close frame.
+  a slow handshake). It echoes frames; ``bytes`` answers with a binary frame,
+  ``close <code> <reason>`` closes, and ``drop`` aborts the TCP connection
+  without a close frame.
 - ``HealthServer``: an HTTP server answering ``/health`` with a set status.
 """
 
@@ -116,6 +117,9 @@ class ScriptedBackend:
         try:
             async for message in ws:
                 record.received.append(message)
+                if message == "bytes":
+                    await ws.send(b"\x00\x01pcm")
+                    continue
                 if message == "drop":
                     ws.transport.abort()
                     break

@@ -70,7 +70,8 @@ class Entrypoint:
             stderr=subprocess.PIPE,
             text=True,
         )
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pumping = threading.Thread(target=self._pump, daemon=True)
+        self._pumping.start()
         return self
 
     def _pump(self) -> None:
@@ -89,8 +90,11 @@ class Entrypoint:
                 return line
 
     def wait(self) -> int:
+        """Exit status, once the process has ended and all its stderr is read."""
         assert self.proc is not None
-        return self.proc.wait(timeout=WAIT)
+        status = self.proc.wait(timeout=WAIT)
+        self._pumping.join(WAIT)
+        return status
 
     def run(self) -> int:
         return self.start().wait()

@@ -233,3 +233,10 @@ def test_non_ascii_text_crosses_both_ways_intact(scripted_bridge, backend):
         assert ws.recv(timeout=WAIT) == '{"type":"x","text":"ü—字"}'
         ws.send('{"type":"y","text":"é"}'.encode())
         assert ws.recv(timeout=WAIT) == '{"type":"y","text":"é"}'
+
+
+def test_backend_binary_frames_reach_the_client_as_binary(scripted_bridge, backend):
+    # vLLM-Omni speech streams send raw PCM as binary frames; the bridge passes them on.
+    with open_session(scripted_bridge) as ws:
+        ws.send("bytes")
+        assert ws.recv(timeout=WAIT) == b"\x00\x01pcm"
