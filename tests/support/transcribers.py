@@ -155,6 +155,12 @@ class ThreadedServer:
         assert self.server is not None
         return self.server.url
 
+    def drop_connections(self) -> None:
+        """Cut every open connection without a closing handshake, like a network drop."""
+        assert self.server is not None and self.server._server is not None
+        for conn in list(self.server._server.connections):
+            self.loop.call_soon_threadsafe(conn.transport.abort)
+
 
 @pytest.fixture
 def tone_factory() -> RecordingFactory:

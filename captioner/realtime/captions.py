@@ -1,0 +1,134 @@
+"""Turn the append-only delta text of a Realtime session into caption lines.
+
+The protocol has no server-side segmentation, so lines are cut here: after
+sentence punctuation, at a maximum length (on a word boundary) and at pauses.
+Times are audio time in seconds since the session started, which is what
+SRT/VTT export needs. Finalized lines never change; only the live line grows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+_SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*\s")
+
+
+class LineKind(Enum):
+    SPEECH = "speech"
+    GAP = "gap"  # audio that could not be transcribed (outage longer than the buffer)
+    TYPED = "typed"  # a reply the user typed and had spoken
+
+
+@dataclass(frozen=True, slots=True)
+class CaptionLine:
+    text: str
+    start: float
+    end: float
+    final: bool = True
+    kind: LineKind = LineKind.SPEECH
+
+
+@dataclass(frozen=True, slots=True)
+class CaptionUpdate:
+    """What changed: newly finalized lines (in order) and the current live line."""
+
+    finalized: tuple[CaptionLine, ...] = ()
+    live: CaptionLine | None = None
+
+
+@dataclass
+class CaptionModel:
+    max_chars: int = 84
+    min_sentence_chars: int = 16  # shorter sentences stay on the line ("Yes. I agree.")
+    pause_seconds: float = 1.2
+    lines: list[CaptionLine] = field(default_factory=list)
+    _live: str = ""
+    _live_start: float = 0.0
+    _live_end: float = 0.0
+    _need_space: bool = False
+    _marks: list[tuple[int, float]] = field(default_factory=list)  # (end offset, arrival time)
+
+    @property
+    def live(self) -> CaptionLine | None:
+        text = self._live.strip()
+        if not text:
+            return None
+        return CaptionLine(text, self._live_start, self._live_end, final=False)
+
+    def add_text(self, delta: str, audio_time: float) -> CaptionUpdate:
+        """Append a delta that arrived when ``audio_time`` seconds of audio had been sent."""
+        if not delta:
+            return CaptionUpdate(live=self.live)
+        if self._need_space and not delta[0].isspace() and self._live.strip():
+            delta = " " + delta
+        self._need_space = False
+        if not self._live.strip():
+            self._live_start = audio_time
+            delta = delta.lstrip()
+        self._live += delta
+        self._live_end = audio_time
+        self._marks.append((len(self._live), audio_time))
+        finalized = []
+        while (cut := self._cut_point()) is not None:
+            finalized.append(self._finalize(cut))
+        return CaptionUpdate(tuple(finalized), self.live)
+
+    def tick(self, audio_time: float) -> CaptionUpdate:
+        """Audio advanced with no new text: a long enough pause ends the live line."""
+        if self._live.strip() and audio_time - self._live_end >= self.pause_seconds:
+            return CaptionUpdate((self._finalize(len(self._live)),), None)
+        return CaptionUpdate(live=self.live)
+
+    def flush(self) -> CaptionUpdate:
+        """End of a request or session: the live line becomes final."""
+        if self._live.strip():
+            return CaptionUpdate((self._finalize(len(self._live)),), None)
+        return CaptionUpdate()
+
+    def new_request(self) -> None:
+        """Text of the next request continues the line; make sure words don't glue."""
+        self._need_space = True
+
+    def gap(self, start: float, end: float) -> CaptionUpdate:
+        """Mark audio that was lost, so the transcript shows the hole instead of hiding it."""
+        update = self.flush()
+        line = CaptionLine(f"[{end - start:.0f} s of audio not transcribed]", start, end,
+                           kind=LineKind.GAP)
+        self.lines.append(line)
+        return CaptionUpdate((*update.finalized, line), None)
+
+    def add_typed(self, text: str, audio_time: float) -> CaptionUpdate:
+        line = CaptionLine(text, audio_time, audio_time, kind=LineKind.TYPED)
+        self.lines.append(line)
+        return CaptionUpdate((line,), self.live)
+
+    @property
+    def text(self) -> str:
+        return " ".join(line.text for line in self.lines if line.kind is LineKind.SPEECH)
+
+    def _cut_point(self) -> int | None:
+        for match in _SENTENCE_END.finditer(self._live):
+            if len(self._live[: match.end()].strip()) >= self.min_sentence_chars:
+                return match.end()
+        if len(self._live.strip()) <= self.max_chars:
+            return None
+        head = self._live[: self.max_chars + 1]
+        space = head.rstrip().rfind(" ")
+        if space <= 0:  # one very long word: hard cut
+            return self.max_chars
+        return space + 1
+
+    def _finalize(self, cut: int) -> CaptionLine:
+        head, rest = self._live[:cut], self._live[cut:]
+        text_end = len(head.rstrip())
+        end = next((t for offset, t in self._marks if offset >= text_end), self._live_end)
+        line = CaptionLine(head.strip(), self._live_start, end)
+        self.lines.append(line)
+        stripped = rest.lstrip()
+        shift = len(self._live) - len(stripped)
+        self._marks = [(o - shift, t) for o, t in self._marks if o - shift > 0]
+        self._live = stripped
+        self._live_start = self._marks[0][1] if self._marks else self._live_end
+        return line

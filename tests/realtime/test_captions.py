@@ -1,0 +1,84 @@
+import pytest
+
+from captioner.realtime.captions import CaptionModel, LineKind
+
+
+def feed(model: CaptionModel, pieces: list[str], step: float = 0.1):
+    finalized = []
+    t = 0.0
+    for piece in pieces:
+        t += step
+        finalized += model.add_text(piece, t).finalized
+    return finalized
+
+
+def test_sentence_end_finalizes_line_with_times():
+    m = CaptionModel()
+    done = feed(m, ["Hello", " there", " my friend.", " How", " are", " you"])
+    assert [line.text for line in done] == ["Hello there my friend."]
+    assert (done[0].start, done[0].end) == pytest.approx((0.1, 0.3))
+    assert m.live.text == "How are you" and not m.live.final
+    assert m.live.start == pytest.approx(0.4)
+
+
+def test_short_sentences_stay_together():
+    m = CaptionModel(min_sentence_chars=16)
+    done = feed(m, ["Yes.", " I", " agree.", " That is a good plan.", " Next"])
+    assert [line.text for line in done] == ["Yes. I agree. That is a good plan."]
+
+
+def test_decimal_point_is_not_a_sentence_end():
+    m = CaptionModel(min_sentence_chars=1)
+    assert feed(m, ["It costs 3", ".", "5 dollars"]) == []
+    assert m.live.text == "It costs 3.5 dollars"
+
+
+def test_long_text_breaks_at_word_boundary():
+    m = CaptionModel(max_chars=20)
+    done = feed(m, [" one two three four five six seven eight nine"])
+    assert all(len(line.text) <= 20 for line in done)
+    assert " ".join([*[line.text for line in done], m.live.text]) == (
+        "one two three four five six seven eight nine"
+    )
+
+
+def test_very_long_word_is_hard_cut():
+    m = CaptionModel(max_chars=10)
+    done = feed(m, ["x" * 25])
+    assert [len(line.text) for line in done] == [10, 10]
+    assert m.live.text == "x" * 5
+
+
+def test_pause_finalizes_live_line():
+    m = CaptionModel(pause_seconds=1.0)
+    m.add_text(" hello world", 2.0)
+    assert m.tick(2.5).finalized == ()
+    update = m.tick(3.0)
+    assert [line.text for line in update.finalized] == ["hello world"]
+    assert update.live is None
+
+
+def test_requests_do_not_glue_words():
+    m = CaptionModel()
+    m.add_text("end of one", 1.0)
+    m.new_request()
+    m.add_text("start of two", 2.0)
+    assert m.live.text == "end of one start of two"
+
+
+def test_gap_line_is_marked():
+    m = CaptionModel()
+    m.add_text("before", 1.0)
+    update = m.gap(1.0, 75.0)
+    assert [line.kind for line in update.finalized] == [LineKind.SPEECH, LineKind.GAP]
+    assert "74 s" in update.finalized[1].text
+    assert m.text == "before"
+
+
+def test_finalized_lines_never_change():
+    m = CaptionModel(max_chars=12)
+    done = feed(m, [" a b c d e f g h i j k l m n o p"])
+    snapshot = list(m.lines)
+    feed(m, [" q r s t u v w x y z."])
+    assert m.lines[: len(snapshot)] == snapshot
+    assert done == snapshot
