@@ -1,0 +1,144 @@
+"""Composition root below the UI: settings in, a running caption session out.
+
+The CLI (`captioner listen`) and the GUI both use :class:`Captioner`, so the
+endpoint choice, the embedded engine and the audio source are wired in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol
+
+from captioner.engine.server import RealtimeServer
+from captioner.realtime.captions import CaptionModel, CaptionUpdate
+from captioner.session import CaptionSession, SessionFailed, SessionOptions, SessionStatus
+from captioner.settings import Settings
+from captioner.transport.base import Connector
+from captioner.transport.endpoint_url import EndpointSpec, connector_for, parse_endpoint
+from captioner.transport.websocket import websocket_connector
+
+log = logging.getLogger(__name__)
+
+EMBEDDED_MODEL = "whisper-local"
+
+
+class AudioSource(Protocol):
+    level_dbfs: float
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+
+class EmbeddedEngine:
+    """The on-device engine behind a loopback Realtime server, in this process.
+
+    The model loads once, in a worker thread, on first use; the same session
+    code then talks to it over a real WebSocket like to any other endpoint.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self._recognition = settings.recognition
+        self._server: RealtimeServer | None = None
+        self._lock = asyncio.Lock()
+
+    async def url(self) -> str:
+        async with self._lock:
+            if self._server is None:
+                from captioner.engine.whisper import WhisperEngine  # heavy import, on demand
+
+                loop = asyncio.get_running_loop()
+                engine = await loop.run_in_executor(
+                    None, WhisperEngine.from_settings, self._recognition
+                )
+                self._server = await RealtimeServer(
+                    engine.new_transcriber, models={EMBEDDED_MODEL}, workers=1
+                ).start()
+            return self._server.url
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.stop()
+            self._server = None
+
+
+def session_options(settings: Settings, spec: EndpointSpec, *, fail_fast: bool = False
+                    ) -> SessionOptions:
+    rec = settings.recognition
+    return SessionOptions(
+        model=EMBEDDED_MODEL if spec.kind == "embedded" else rec.model,
+        chunk_bytes=settings.audio.chunk_bytes,
+        rotate_after_seconds=rec.rotate_after_seconds,
+        stall_seconds=rec.stall_seconds,
+        outage_buffer_seconds=rec.outage_buffer_seconds,
+        fail_fast=fail_fast,
+    )
+
+
+def make_connector(spec: EndpointSpec, settings: Settings, embedded: EmbeddedEngine
+                   ) -> Connector:
+    if spec.kind != "embedded":
+        from captioner.cloud.credentials import provider_for
+
+        provider = None
+        if spec.kind == "sagemaker":
+            aws = settings.aws
+            provider = provider_for(spec.profile or aws.profile, aws.use_keyring)
+        return connector_for(spec, credentials_provider=provider,
+                             default_region=settings.aws.region)
+
+    async def open_embedded():
+        return await websocket_connector(await embedded.url())()
+
+    return open_embedded
+
+
+class Captioner:
+    """One captioning run: an audio source feeding a session on the chosen endpoint."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        source: AudioSource,
+        *,
+        embedded: EmbeddedEngine | None = None,
+        endpoint: str | None = None,
+        captions: CaptionModel | None = None,
+        on_update: Callable[[CaptionUpdate], None] | None = None,
+        on_status: Callable[[SessionStatus], None] | None = None,
+        fail_fast: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.spec = parse_endpoint(endpoint or settings.recognition.endpoint)
+        self.source = source
+        self.embedded = embedded or EmbeddedEngine(settings)
+        self._own_engine = embedded is None
+        self.session = CaptionSession(
+            make_connector(self.spec, settings, self.embedded),
+            session_options(settings, self.spec, fail_fast=fail_fast),
+            captions=captions,
+            on_update=on_update,
+            on_status=on_status,
+        )
+
+    async def run(self) -> CaptionModel:
+        """Capture and caption until the source ends or :meth:`stop`. Raises SessionFailed."""
+        await self.source.start()
+        try:
+            return await self.session.run(self.source.chunks())
+        finally:
+            await self.source.stop()
+            self.session.stats.dropped_frames = getattr(self.source, "dropped_chunks", 0)
+            if self._own_engine:
+                await self.embedded.close()
+
+    def stop(self) -> None:
+        self.session.stop()
+        with contextlib.suppress(Exception):
+            asyncio.get_running_loop().create_task(self.source.stop())
+
+
+__all__ = ["Captioner", "EmbeddedEngine", "SessionFailed", "make_connector", "session_options"]

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Set up everything Captioner needs on a fresh Debian/Ubuntu machine (idempotent):
+# system packages (when root or sudo is available), a Python >= 3.12 virtualenv
+# in .venv, and the locked Python dependencies. Usage: scripts/bootstrap.sh [--dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+dev=0
+[[ "${1:-}" == "--dev" ]] && dev=1
+
+runtime_debs=(libportaudio2 libasound2-plugins pulseaudio pulseaudio-utils espeak-ng
+  libxkbcommon-x11-0 libxcb-cursor0 libegl1 libgl1 libxcb-icccm4 libxcb-keysyms1
+  libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0
+  libdbus-1-3 libfontconfig1 libspeechd2)
+test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils)
+
+apt_install() {
+  local missing=()
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+      || missing+=("$pkg")
+  done
+  ((${#missing[@]})) || return 0
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then
+    if command -v sudo >/dev/null; then sudo=(sudo); else
+      echo "bootstrap: please install: ${missing[*]}" >&2; return 0; fi
+  fi
+  if ! command -v apt-get >/dev/null; then
+    echo "bootstrap: not a Debian system; install the equivalents of: ${missing[*]}" >&2
+    return 0
+  fi
+  echo "bootstrap: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+}
+
+find_python() {
+  local candidates=()
+  if command -v pyenv >/dev/null; then
+    candidates+=("$(pyenv root)/versions/$(cat .python-version)/bin/python")
+    candidates+=("$(pyenv root)"/versions/3.1[2-9]*/bin/python)
+  fi
+  candidates+=(python3.13 python3.12 python3)
+  for py in "${candidates[@]}"; do
+    if command -v "$py" >/dev/null 2>&1 &&
+       "$py" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  echo "bootstrap: Python 3.12 or newer is required (pyenv install 3.12, or your package manager)" >&2
+  return 1
+}
+
+if [[ "$(uname -s)" == "Linux" ]]; then
+  apt_install "${runtime_debs[@]}"
+  ((dev)) && apt_install "${test_debs[@]}"
+fi
+
+stamp=".venv/.bootstrap-$( (cat pyproject.toml requirements.lock; echo "$dev") | sha256sum | cut -c1-16)"
+if [[ ! -f "$stamp" ]]; then
+  if [[ ! -x .venv/bin/python ]]; then
+    "$(find_python)" -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q --upgrade pip
+  extras=""
+  ((dev)) && extras="[dev]"
+  .venv/bin/python -m pip install -q -c requirements.lock -e ".${extras}"
+  rm -f .venv/.bootstrap-*
+  touch "$stamp"
+fi
