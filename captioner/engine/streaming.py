@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
 _SENTENCE_END = (".", "?", "!", "…")
+_EPSILON = 1e-3  # seconds; word times and sample-rounded offsets differ by float noise
 _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
 
 
@@ -174,6 +175,11 @@ class StreamingTranscriber:
     def committed(self) -> list[Word]:
         return list(self._policy.committed)
 
+    @property
+    def buffer_start(self) -> float:
+        """Stream time (s) of the first sample the next decode will see."""
+        return self._offset
+
     def push(self, pcm: bytes) -> str:
         """Store 16 kHz mono PCM16; decode once a full update interval has arrived."""
         if self._finished:
@@ -215,7 +221,7 @@ class StreamingTranscriber:
         prompt = self._policy.prompt(self._offset, opts.prompt_chars)
         hypothesis = self._decode(self._buffer, prompt)
         self.decodes += 1
-        words = [w.shifted(self._offset) for w in hypothesis if speech_at(w)]
+        words = [w for w in (h.shifted(self._offset) for h in hypothesis) if speech_at(w)]
         committed = self._policy.insert(words)
         if final:
             return committed
@@ -262,23 +268,23 @@ class StreamingTranscriber:
     def _trim(self, duration: float, trailing_silence: float) -> list[Word]:
         """Shorten the buffer; return words force-committed to do so (usually none)."""
         opts = self.options
-        forced: list[Word] = []
-        in_buffer = [w for w in self._policy.committed if w.end > self._offset]
+        in_buffer = [w for w in self._policy.committed if w.end > self._offset + _EPSILON]
         sentence_ends = [w for w in in_buffer if w.text.rstrip().endswith(_SENTENCE_END)]
         if not self._policy.tentative and in_buffer and trailing_silence >= opts.endpoint_silence:
             self._cut_at(in_buffer[-1].end)  # all said so far is committed
         elif sentence_ends:
             self._cut_at(sentence_ends[-1].end)
         elif duration > opts.max_buffer:
-            if not in_buffer:
-                # No agreement for a whole buffer: accept the hypothesis rather than stall.
-                forced = self._policy.commit_all()
-                in_buffer = [w for w in self._policy.committed if w.end > self._offset]
             if in_buffer:
                 self._cut_at(in_buffer[-1].end)
-            else:
-                self._cut_at(self._offset + duration - opts.preroll)
-        return forced
+            if len(self._buffer) / SAMPLE_RATE > opts.max_buffer / 2:
+                # Agreement is not keeping up: accept the hypothesis rather than stall.
+                forced = self._policy.commit_all()
+                last = self._policy.committed[-1].end if self._policy.committed else 0.0
+                buffer_end = self._offset + len(self._buffer) / SAMPLE_RATE
+                self._cut_at(max(last, buffer_end - opts.max_buffer / 2))
+                return forced
+        return []
 
     def _cut_at(self, time: float) -> None:
         """Drop buffered audio before stream time ``time`` (never into a pending word)."""
