@@ -9,4 +9,6 @@ pytest_plugins: list[str] = [
     "tests.support.speech",
     "tests.support.transcribers",
     "tests.support.moto_server",
+    "tests.support.omni_server",
+    "tests.support.sagemaker",
 ]

@@ -1,0 +1,1 @@
+"""Cloud side: AWS credentials (profiles or OS-keyring keys) and the SageMaker control plane."""

@@ -1,0 +1,291 @@
+"""AWS credentials for signing SageMaker calls: a profile from the user's AWS config, or
+access keys kept only in the OS keyring.
+
+A :class:`CredentialsProvider` hands out fresh :class:`AwsCredentials` before each
+(re)connect; botocore's refreshable credentials renew SSO and assume-role tokens before
+they expire. Secrets never reach settings files or logs: ``repr()`` masks them and
+:data:`REDACTOR` scrubs any that a third-party library formats into a log line.
+Failures raise :class:`~captioner.transport.base.AuthError` with the step that fixes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Protocol
+
+import boto3
+import botocore.exceptions
+import keyring
+import keyring.errors
+
+from captioner.transport.base import AuthError
+
+log = logging.getLogger(__name__)
+
+KEYRING_SERVICE = "Captioner AWS"
+EXPIRY_MARGIN = timedelta(seconds=60)  # treat credentials this close to expiry as expired
+
+# Loggers of libraries that may format request headers (session tokens) at DEBUG.
+SDK_LOGGER_PREFIXES = (
+    "smithy_core", "smithy_http", "smithy_aws_core", "smithy_aws_event_stream",
+    "aws_sdk_signers", "aws_sdk_sagemaker_runtime_http2", "botocore", "boto3", "urllib3",
+)
+
+
+def _mask(value: str | None) -> str:
+    if not value:
+        return "None"
+    return f"{value[:4]}…{value[-2:]}" if len(value) > 8 else "…"
+
+
+@dataclass(frozen=True, slots=True)
+class AwsCredentials:
+    """One frozen set of keys; ``repr()`` never shows the secret or the token."""
+
+    access_key_id: str
+    secret_access_key: str = field(repr=False)
+    session_token: str | None = field(default=None, repr=False)
+    expiry: datetime | None = None  # UTC; None = long-lived keys
+
+    def __repr__(self) -> str:
+        return (
+            f"AwsCredentials(access_key_id={_mask(self.access_key_id)!r}, "
+            f"secret_access_key='***', session_token={'***' if self.session_token else None}, "
+            f"expiry={self.expiry!r})"
+        )
+
+    __str__ = __repr__
+
+    def expired(self, now: datetime | None = None) -> bool:
+        if self.expiry is None:
+            return False
+        return self.expiry - EXPIRY_MARGIN <= (now or datetime.now(UTC))
+
+
+class CredentialsProvider(Protocol):
+    """Gives current credentials; may block (token refresh), so call it off the GUI loop."""
+
+    def get_credentials(self) -> AwsCredentials:
+        """Fresh credentials, or AuthError saying what the user must do."""
+        ...
+
+    def describe(self) -> str:
+        """Where the credentials come from, for messages (never a secret)."""
+        ...
+
+
+class SecretRedactor(logging.Filter):
+    """Replaces known secret strings in log records; attach it to third-party loggers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, *secrets: str | None) -> None:
+        with self._lock:
+            self._secrets.update(s for s in secrets if s and len(s) >= 8)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secrets:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken record is the handler's problem
+                return True
+            scrubbed = self.scrub(message)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, None
+        return True
+
+
+REDACTOR = SecretRedactor()
+
+
+def protect_logs(credentials: AwsCredentials) -> None:
+    """Register ``credentials`` for redaction and make sure SDK loggers are filtered."""
+    REDACTOR.add(credentials.secret_access_key, credentials.session_token)
+    install_redaction()
+
+
+def install_redaction(prefixes: tuple[str, ...] = SDK_LOGGER_PREFIXES) -> None:
+    """Attach :data:`REDACTOR` to every existing logger under ``prefixes`` (idempotent)."""
+    manager = logging.Logger.manager
+    names = [n for n in list(manager.loggerDict) if n.split(".")[0] in prefixes]
+    for name in {*names, *prefixes}:
+        logger = logging.getLogger(name)
+        if REDACTOR not in logger.filters:
+            logger.addFilter(REDACTOR)
+
+
+class ProfileCredentials:
+    """A named profile (static keys, SSO, assume-role, credential_process) or, with
+    ``profile=None``, boto3's default chain (environment, instance role…)."""
+
+    def __init__(
+        self,
+        profile: str | None = None,
+        *,
+        session_factory: Callable[..., Any] = boto3.Session,
+    ) -> None:
+        self.profile = profile
+        self._session_factory = session_factory
+        self._credentials: Any = None  # botocore Credentials, refreshable or not
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"ProfileCredentials(profile={self.profile!r})"
+
+    def describe(self) -> str:
+        return f"AWS profile {self.profile!r}" if self.profile else "the default AWS credentials"
+
+    def _fix_hint(self) -> str:
+        p = f" --profile {self.profile}" if self.profile else ""
+        return f"Run `aws sso login{p}` (SSO) or `aws configure{p}` (access keys)."
+
+    def get_credentials(self) -> AwsCredentials:
+        with self._lock:
+            try:
+                if self._credentials is None:
+                    session = self._session_factory(profile_name=self.profile)
+                    self._credentials = session.get_credentials()
+                if self._credentials is None:
+                    raise AuthError(
+                        f"No credentials found for {self.describe()}. {self._fix_hint()}"
+                    )
+                frozen = self._credentials.get_frozen_credentials()  # refreshes if needed
+            except AuthError:
+                raise
+            except botocore.exceptions.ProfileNotFound as exc:
+                raise AuthError(
+                    f"AWS profile {self.profile!r} is not in your AWS config. "
+                    f"Run `aws configure --profile {self.profile}` or pick another profile."
+                ) from exc
+            except (
+                botocore.exceptions.SSOError,
+                botocore.exceptions.TokenRetrievalError,
+            ) as exc:
+                self._credentials = None
+                raise AuthError(
+                    f"The SSO session for {self.describe()} has expired or is missing. "
+                    f"Run `aws sso login{' --profile ' + self.profile if self.profile else ''}`."
+                ) from exc
+            except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+                self._credentials = None
+                raise AuthError(
+                    f"Could not get credentials for {self.describe()}: {exc}. {self._fix_hint()}"
+                ) from exc
+            expiry = getattr(self._credentials, "_expiry_time", None)
+        if not frozen.access_key or not frozen.secret_key:
+            raise AuthError(f"Incomplete credentials for {self.describe()}. {self._fix_hint()}")
+        creds = AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token,
+                               expiry.astimezone(UTC) if expiry else None)
+        protect_logs(creds)
+        if creds.expired():
+            raise AuthError(
+                f"The credentials for {self.describe()} have expired. {self._fix_hint()}"
+            )
+        log.debug("= credentials from %s (expiry %s)", self.describe(), creds.expiry)
+        return creds
+
+
+class KeyringCredentials:
+    """Access keys stored in the OS keyring under service ``"Captioner AWS"``."""
+
+    def __init__(self, account: str = "default") -> None:
+        self.account = account
+
+    def __repr__(self) -> str:
+        return f"KeyringCredentials(account={self.account!r})"
+
+    def describe(self) -> str:
+        return "the access keys stored in the OS keyring"
+
+    def store(self, access_key_id: str, secret_access_key: str,
+              session_token: str | None = None, expiry: datetime | None = None) -> None:
+        """Save keys (replacing any); raises AuthError if the keyring refuses."""
+        access_key_id, secret_access_key = access_key_id.strip(), secret_access_key.strip()
+        if not access_key_id or not secret_access_key:
+            raise AuthError("Both the access key ID and the secret access key are needed.")
+        blob = {"access_key_id": access_key_id, "secret_access_key": secret_access_key,
+                "session_token": session_token or None,
+                "expiry": expiry.astimezone(UTC).isoformat() if expiry else None}
+        try:
+            keyring.set_password(KEYRING_SERVICE, self.account, json.dumps(blob))
+        except keyring.errors.KeyringError as exc:
+            raise AuthError(f"The OS keyring refused to store the AWS keys: {exc}") from exc
+        REDACTOR.add(secret_access_key, session_token)
+        log.info("= AWS access keys stored in the OS keyring")
+
+    def has_keys(self) -> bool:
+        try:
+            return keyring.get_password(KEYRING_SERVICE, self.account) is not None
+        except keyring.errors.KeyringError:
+            return False
+
+    def delete(self) -> None:
+        """Forget the keys; a no-op when none are stored."""
+        try:
+            keyring.delete_password(KEYRING_SERVICE, self.account)
+            log.info("= AWS access keys removed from the OS keyring")
+        except keyring.errors.PasswordDeleteError:
+            pass
+        except keyring.errors.KeyringError as exc:
+            raise AuthError(f"The OS keyring refused to delete the AWS keys: {exc}") from exc
+
+    def get_credentials(self) -> AwsCredentials:
+        hint = "Add your access keys in Settings → Cloud."
+        try:
+            raw = keyring.get_password(KEYRING_SERVICE, self.account)
+        except keyring.errors.KeyringError as exc:
+            raise AuthError(f"The OS keyring is not available: {exc}. {hint}") from exc
+        if raw is None:
+            raise AuthError(f"No AWS access keys are stored in the OS keyring. {hint}")
+        try:
+            blob = json.loads(raw)
+            expiry = datetime.fromisoformat(blob["expiry"]) if blob.get("expiry") else None
+            creds = AwsCredentials(blob["access_key_id"], blob["secret_access_key"],
+                                   blob.get("session_token"), expiry)
+        except (ValueError, KeyError, TypeError):
+            raise AuthError(f"The AWS keys in the OS keyring are unreadable. {hint}") from None
+        protect_logs(creds)
+        if creds.expired():
+            raise AuthError(
+                "The temporary AWS keys stored in the OS keyring have expired. "
+                "Store new keys in Settings → Cloud, or use an AWS profile."
+            )
+        return creds
+
+
+class StaticCredentials:
+    """Fixed credentials (tests, benchmarks, short-lived tools)."""
+
+    def __init__(self, credentials: AwsCredentials) -> None:
+        self._credentials = credentials
+        protect_logs(credentials)
+
+    def __repr__(self) -> str:
+        return f"StaticCredentials({self._credentials!r})"
+
+    def describe(self) -> str:
+        return "the given access keys"
+
+    def get_credentials(self) -> AwsCredentials:
+        if self._credentials.expired():
+            raise AuthError("The given AWS credentials have expired.")
+        return self._credentials
+
+
+def provider_for(profile: str | None, use_keyring: bool) -> CredentialsProvider:
+    """The provider the settings ask for (``AwsSettings.profile`` / ``use_keyring``)."""
+    return KeyringCredentials() if use_keyring else ProfileCredentials(profile)
