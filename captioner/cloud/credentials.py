@@ -180,6 +180,12 @@ class ProfileCredentials:
                     f"The SSO session for {self.describe()} has expired or is missing. "
                     f"Run `aws sso login{' --profile ' + self.profile if self.profile else ''}`."
                 ) from exc
+            except RuntimeError as exc:  # botocore: "refreshed … still expired"
+                self._credentials = None
+                raise AuthError(
+                    f"The credentials for {self.describe()} have expired and could not be "
+                    f"renewed. {self._fix_hint()}"
+                ) from exc
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
                 self._credentials = None
                 raise AuthError(

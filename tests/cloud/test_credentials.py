@@ -1,0 +1,165 @@
+"""AWS credentials: OS keyring keys, AWS-config profiles, expiry, and secrecy."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime, timedelta
+
+import keyring
+import pytest
+from keyring.backend import KeyringBackend
+
+from captioner import settings as settings_mod
+from captioner.cloud.credentials import (
+    KEYRING_SERVICE,
+    AwsCredentials,
+    KeyringCredentials,
+    ProfileCredentials,
+    provider_for,
+)
+from captioner.transport.base import AuthError
+
+SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+
+
+class MemoryKeyring(KeyringBackend):
+    """The OS keyring is the true edge here: an in-memory backend stands in for it."""
+
+    priority = 1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.store.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.store[(service, username)] = password
+
+    def delete_password(self, service, username):
+        if self.store.pop((service, username), None) is None:
+            raise keyring.errors.PasswordDeleteError("not found")
+
+
+@pytest.fixture
+def memory_keyring():
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    yield backend
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def aws_config(tmp_path, monkeypatch):
+    config, creds = tmp_path / "config", tmp_path / "credentials"
+    config.write_text(
+        "[profile work]\nregion = eu-west-1\n"
+        "[profile sso]\nsso_session = corp\nsso_account_id = 123456789012\n"
+        "sso_role_name = Dev\nregion = us-east-1\n"
+        "[sso-session corp]\nsso_start_url = https://corp.awsapps.com/start\n"
+        "sso_region = us-east-1\n"
+    )
+    creds.write_text(f"[work]\naws_access_key_id = AKIAWORKEXAMPLE01\n"
+                     f"aws_secret_access_key = {SECRET}\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    monkeypatch.setenv("HOME", str(tmp_path))  # no real SSO cache
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    return config
+
+
+def test_keyring_round_trip(memory_keyring):
+    store = KeyringCredentials()
+    store.store("AKIAKEYRINGEXAMPLE", SECRET)
+    assert store.has_keys()
+    creds = store.get_credentials()
+    assert (creds.access_key_id, creds.secret_access_key) == ("AKIAKEYRINGEXAMPLE", SECRET)
+    saved = json.loads(memory_keyring.store[(KEYRING_SERVICE, "default")])
+    assert saved["secret_access_key"] == SECRET
+    store.delete()
+    store.delete()  # idempotent
+    with pytest.raises(AuthError, match="No AWS access keys"):
+        store.get_credentials()
+
+
+def test_keyring_expired_temporary_keys(memory_keyring):
+    store = KeyringCredentials()
+    store.store("ASIAEXAMPLE0000", SECRET, "token-abcdefgh",
+                expiry=datetime.now(UTC) - timedelta(minutes=1))
+    with pytest.raises(AuthError, match="expired"):
+        store.get_credentials()
+
+
+def test_profile_from_aws_config(aws_config):
+    creds = ProfileCredentials("work").get_credentials()
+    assert creds.access_key_id == "AKIAWORKEXAMPLE01" and creds.secret_access_key == SECRET
+
+
+def test_missing_profile_says_what_to_do(aws_config):
+    with pytest.raises(AuthError, match="aws configure --profile nope"):
+        ProfileCredentials("nope").get_credentials()
+
+
+def test_sso_profile_without_login_says_sso_login(aws_config):
+    with pytest.raises(AuthError, match="aws sso login --profile sso"):
+        ProfileCredentials("sso").get_credentials()
+
+
+def test_expired_refreshable_credentials_are_auth_error(aws_config):
+    from botocore.credentials import RefreshableCredentials
+
+    past = datetime.now(UTC) - timedelta(hours=1)
+
+    def refresh():
+        return {"access_key": "ASIAOLD000000", "secret_key": SECRET, "token": "tok-expired-1",
+                "expiry_time": past.isoformat()}
+
+    class Session:
+        def __init__(self, profile_name):
+            pass
+
+        def get_credentials(self):
+            return RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
+
+    with pytest.raises(AuthError, match="expired"):
+        ProfileCredentials("stale", session_factory=Session).get_credentials()
+
+
+def test_repr_masks_secrets():
+    creds = AwsCredentials("AKIAREPREXAMPLE1", SECRET, "session-token-123456",
+                           datetime.now(UTC))
+    text = repr(creds) + str(creds)
+    assert SECRET not in text and "session-token-123456" not in text
+    assert "AKIAREPREXAMPLE1" not in text  # even the key id is shortened
+    assert "SECRET" not in repr(KeyringCredentials()) and "work" in repr(ProfileCredentials("work"))
+
+
+def test_secrets_stay_out_of_logs_and_settings(memory_keyring, tmp_path, monkeypatch, caplog):
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("CAPTIONER_CONFIG_DIR", str(tmp_path / "cfg"))
+    store = KeyringCredentials()
+    store.store("AKIALOGEXAMPLE01", SECRET, "tok-logged-0123456789")
+    creds = store.get_credentials()
+    logging.getLogger("botocore.endpoint").debug("headers: %s", {"X-Amz-Security-Token":
+                                                                creds.session_token})
+    logging.getLogger("captioner.test").info("using %r", creds)
+    s = settings_mod.Settings()
+    s.aws.use_keyring = True
+    settings_mod.save(s)
+    files = [p for p in (tmp_path / "cfg").rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        content = path.read_text()
+        assert SECRET not in content and "tok-logged-0123456789" not in content
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("headers" in m for m in messages)
+    assert all(SECRET not in m and "tok-logged-0123456789" not in m for m in messages)
+
+
+def test_provider_for_settings():
+    assert isinstance(provider_for(None, True), KeyringCredentials)
+    assert provider_for("work", False).describe() == "AWS profile 'work'"
