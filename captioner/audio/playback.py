@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,9 +121,17 @@ class Player:
         prebuffer_ms: float = 80.0,
         block_ms: float = 10.0,
         buffer_seconds: float = 20.0,
-        latency: str | float = "low",
+        latency: str | float = 0.1,  # device buffer, s: robust on busy machines
+        on_underrun: Callable[[int], None] | None = None,
+        warmup_timeout: float = 5.0,
     ) -> None:
+        """``on_underrun(total)`` runs on the event loop each time the ring runs dry."""
         self.device_spec = device
+        self.on_underrun = on_underrun
+        self.warmup_timeout = warmup_timeout
+        self._warm = asyncio.Event()
+        self._warm_target = 0
+        self._frames_requested = 0
         self.prebuffer_ms = prebuffer_ms
         self.block_ms = block_ms
         self.buffer_seconds = buffer_seconds
@@ -173,10 +182,17 @@ class Player:
                 latency=self.latency,
                 callback=self._callback,
             )
+            self._warm_target = int(self._stream.latency * self.rate) + 5 * self._stream.blocksize
             self._stream.start()
         except (sd.PortAudioError, ValueError) as exc:
             self._stream = None
             raise PlaybackError(f"cannot open audio output {self.device.name!r}: {exc}") from exc
+        # Some outputs (PulseAudio through ALSA) take a second or two before they really
+        # consume audio; wait here so the first reply does not pay for it.
+        try:
+            await asyncio.wait_for(self._warm.wait(), self.warmup_timeout)
+        except TimeoutError:
+            log.warning("! %s is slow to start playing", self.device.name)
         log.info("= playing on #%d %s at %d Hz", self.device.index, self.device.name, self.rate)
 
     async def close(self) -> None:
@@ -240,7 +256,7 @@ class Player:
             self._drained.set()
 
     async def drained(self) -> None:
-        """Wait until the reply's last sample has been handed to the device."""
+        """Wait until the reply's last sample has been played (handed over + device latency)."""
         await self._drained.wait()
 
     def cancel(self) -> None:
@@ -302,6 +318,11 @@ class Player:
     def _callback(self, outdata: np.ndarray, frames: int, _time: Any, status: Any) -> None:
         if status.output_underflow:
             self._device_underflows += 1
+        if self._warm_target:
+            self._frames_requested += frames
+            if self._frames_requested >= self._warm_target and self._loop is not None:
+                self._warm_target = 0
+                self._loop.call_soon_threadsafe(self._warm.set)
         if self._read < self._discard_until:
             self._read = self._discard_until
             self._playing = False
@@ -324,6 +345,8 @@ class Player:
             if self._playing and not self._ended:
                 self._underruns += 1
                 self._playing = False  # refill the prebuffer before resuming
+                if self.on_underrun is not None and self._loop is not None:
+                    self._loop.call_soon_threadsafe(self.on_underrun, self._underruns)
         loop = self._loop
         if loop is None:
             return
@@ -335,7 +358,13 @@ class Player:
         if self._ended and not self._drain_signalled and self._written == self._read:
             self._drain_signalled = True
             self._playing = False
-            loop.call_soon_threadsafe(self._drained.set)
+            loop.call_soon_threadsafe(self._drain_after, n / self.rate)
+
+    def _drain_after(self, block_seconds: float) -> None:
+        """On the loop: the last sample left the ring; it sounds after the device's latency."""
+        stream = self._stream
+        delay = (stream.latency if stream is not None else 0.0) + block_seconds
+        asyncio.get_running_loop().call_later(delay, self._drained.set)
 
 
 class WavSink:

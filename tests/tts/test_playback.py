@@ -1,0 +1,193 @@
+"""Replies played into a real PulseAudio null sink, checked at the sink's monitor."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from captioner.audio.playback import PlaybackError, Player, resolve_output_device
+from captioner.transport.websocket import websocket_connector
+from captioner.tts.events import SessionConfig
+from captioner.tts.speaker import Speaker
+from tests.support.omni_server import ThreadedOmniServer
+
+RATE = 24_000
+TEXT = "This reply is played on the null sink. It arrives in chunks over time."
+
+
+class MonitorRecorder:
+    """parec of a monitor source at 24 kHz mono, read continuously in a thread."""
+
+    def __init__(self, pulse, source: str) -> None:
+        self.data = bytearray()
+        self._changed = threading.Condition()
+        self._proc = subprocess.Popen(
+            ["parec", "-d", source, "--format=s16le", f"--rate={RATE}", "--channels=1",
+             "--raw", "--latency-msec=20"],
+            env=pulse.daemon.env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        )
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        assert self._proc.stdout is not None
+        while chunk := self._proc.stdout.read1(4096):
+            with self._changed:
+                self.data += chunk
+                self._changed.notify_all()
+
+    def samples(self) -> np.ndarray:
+        with self._changed:
+            raw = bytes(self.data[: len(self.data) // 2 * 2])
+        return np.frombuffer(raw, "<i2").astype(np.float64) / 32768.0
+
+    def wait_for(self, predicate, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self), timeout)
+
+    def stop(self) -> None:
+        self._proc.terminate()
+        self._proc.wait(10)
+        self._thread.join(10)
+
+
+def _loud(x: np.ndarray, threshold: float = 0.02) -> np.ndarray:
+    return np.flatnonzero(np.abs(x) > threshold)
+
+
+def _finished(rec: MonitorRecorder) -> bool:
+    """Sound was heard and has been followed by 300 ms of silence."""
+    x = rec.samples()
+    loud = _loud(x)
+    return len(loud) > 0 and len(x) - loud[-1] > 0.3 * RATE
+
+
+def _best_ncc(recorded: np.ndarray, sent: np.ndarray) -> float:
+    """Normalised cross-correlation of ``sent`` against every window of ``recorded``."""
+    corr = signal.correlate(recorded, sent, mode="valid", method="fft")
+    energy = np.concatenate([[0.0], np.cumsum(recorded**2)])
+    window = energy[len(sent):] - energy[: len(energy) - len(sent)]
+    ncc = corr / (np.sqrt(np.maximum(window, 1e-12)) * np.linalg.norm(sent))
+    return float(np.max(ncc))
+
+
+def test_reply_reaches_the_sink_intact_and_starts_before_the_last_chunk(
+        pulse, omni_server: ThreadedOmniServer) -> None:
+    omni_server.behavior.realtime_factor = 0.5  # chunks arrive over ~1.1 s for ~2.2 s of audio
+    omni_server.behavior.chunk_ms = 40
+    recorder = MonitorRecorder(pulse, pulse.monitor)
+    player = Player("pulse", prebuffer_ms=150)  # headroom for a busy test machine
+
+    async def main():
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"))
+            result = await speaker.speak(TEXT)
+            stats = player.stats()
+        finally:
+            await player.close()
+        return result, stats
+
+    try:
+        result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+        assert recorder.wait_for(_finished, 10), "no complete reply reached the sink's monitor"
+        recorded = recorder.samples()
+    finally:
+        recorder.stop()
+
+    session = omni_server.sessions[0]
+    assert result.completed and result.via == "endpoint"
+    sent = np.frombuffer(bytes(session.pcm), "<i2").astype(np.float64) / 32768.0
+    # Playback began while the server was still sending.
+    assert stats.first_sample_at is not None and session.last_chunk_sent_at is not None
+    assert stats.first_sample_at < session.last_chunk_sent_at
+    assert stats.first_write_at is not None and stats.first_write_at <= stats.first_sample_at
+    # What the sink played is what the server sent.
+    heard, said = _loud(recorded), _loud(sent)
+    heard_s = (heard[-1] - heard[0]) / RATE
+    said_s = (said[-1] - said[0]) / RATE
+    assert heard_s == pytest.approx(said_s, rel=0.03)
+    start = max(0, heard[0] - RATE // 10)
+    segment = recorded[start: heard[-1] + RATE // 10]
+    ncc = _best_ncc(segment, sent[said[0]: said[-1]])
+    assert ncc >= 0.9, f"played audio differs from what was sent ({stats})"
+
+
+def test_cancel_silences_the_sink_at_once(pulse, omni_server: ThreadedOmniServer) -> None:
+    omni_server.behavior.min_sentence_seconds = 4.0  # one long sentence, sent at once
+    recorder = MonitorRecorder(pulse, pulse.monitor)
+    player = Player("pulse", prebuffer_ms=80)
+    marks: dict[str, float] = {}
+
+    async def main():
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"))
+            speaker.say("Long.")
+            loop = asyncio.get_running_loop()
+            heard = await loop.run_in_executor(
+                None, recorder.wait_for, lambda r: len(_loud(r.samples())) > RATE // 2, 10)
+            assert heard, "the reply never started playing"
+            marks["stop"] = len(recorder.samples())
+            speaker.stop()
+            await speaker.wait_idle()
+            await speaker.aclose()
+        finally:
+            await player.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 30))
+        assert recorder.wait_for(lambda r: len(r.data) // 2 > marks["stop"] + RATE, 10)
+        recorded = recorder.samples()
+    finally:
+        recorder.stop()
+    after = recorded[int(marks["stop"]):]
+    loud_after = _loud(after)
+    # Only what was already in the device's own buffers may still sound (≪ 4 s).
+    assert len(loud_after) == 0 or loud_after[-1] < 0.5 * RATE
+    assert len(recorded) > marks["stop"] + RATE
+
+
+def test_unknown_output_device_is_a_readable_error(pulse) -> None:
+    with pytest.raises(PlaybackError, match="no audio output named 'Nowhere'; outputs: #"):
+        resolve_output_device("Nowhere")
+
+
+def test_output_device_by_index_and_by_name(pulse) -> None:
+    by_name = resolve_output_device("pulse")
+    assert resolve_output_device(by_name.index) == by_name
+    assert resolve_output_device(str(by_name.index)) == by_name
+    with pytest.raises(PlaybackError, match="#999"):
+        resolve_output_device(999)
+
+
+def test_player_counts_an_underrun_when_the_network_falls_behind(pulse) -> None:
+    tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(RATE // 5) / RATE) * 32767).astype("<i2")
+
+    async def main():
+        ran_dry = asyncio.Event()
+        player = Player("pulse", prebuffer_ms=40, on_underrun=lambda _total: ran_dry.set())
+        await player.open()
+        try:
+            player.start_reply(RATE)
+            await player.write(tone.tobytes())  # 200 ms, then nothing: the ring runs dry
+            await asyncio.wait_for(ran_dry.wait(), 5)
+            underruns = player.stats().underruns
+            await player.write(tone.tobytes())
+            player.finish_reply()
+            await asyncio.wait_for(player.drained(), 5)
+            return underruns, player.stats()
+        finally:
+            await player.close()
+
+    underruns, stats = asyncio.run(asyncio.wait_for(main(), 20))
+    assert underruns == 1
+    assert stats.underruns == 1  # the end of a reply is not an underrun
+    assert stats.samples_played >= 2 * (RATE // 5) * stats.device_rate // RATE - 64
