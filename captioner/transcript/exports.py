@@ -1,0 +1,165 @@
+"""Transcript exports: plain text, SubRip (SRT) and WebVTT.
+
+Subtitle rules (what players and broadcasters expect):
+- text in normal case as recognised, at most ``max_lines`` rows of ``max_chars``
+  characters per cue; a longer caption line is split into several cues, its time
+  shared out by length;
+- cues numbered from 1, times ``HH:MM:SS,mmm`` (SRT) / ``HH:MM:SS.mmm`` (VTT);
+- every cue lasts at least ``min_ms`` and no two cues overlap: a cue ends at the
+  next one's start when there is room for the minimum, otherwise the next cue
+  starts when this one ends.
+Times are computed in whole milliseconds, so rounding never creates an overlap.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from captioner.realtime.captions import CaptionLine, LineKind
+
+MAX_CHARS = 42
+MAX_LINES = 2
+MIN_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Cue:
+    index: int
+    start_ms: int
+    end_ms: int
+    text: str  # rows joined with "\n"
+
+
+def wrap(text: str, width: int = MAX_CHARS) -> list[str]:
+    """Greedy word wrap; a word longer than ``width`` is cut."""
+    rows: list[str] = []
+    row = ""
+    for word in text.split():
+        while len(word) > width:
+            if row:
+                rows.append(row)
+                row = ""
+            rows.append(word[:width])
+            word = word[width:]
+        if not word:
+            continue
+        if not row:
+            row = word
+        elif len(row) + 1 + len(word) <= width:
+            row += " " + word
+        else:
+            rows.append(row)
+            row = word
+    if row:
+        rows.append(row)
+    return rows
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+def build_cues(lines: Iterable[CaptionLine], *, max_chars: int = MAX_CHARS,
+               max_lines: int = MAX_LINES, min_ms: int = MIN_MS) -> list[Cue]:
+    raw: list[tuple[int, int, str]] = []
+    for line in lines:
+        rows = wrap(line.text, max_chars)
+        if not rows:
+            continue
+        groups = [rows[i:i + max_lines] for i in range(0, len(rows), max_lines)]
+        start, end = _ms(line.start), _ms(line.end)
+        duration = max(0, end - start)
+        total = sum(len(" ".join(g)) for g in groups)
+        done = 0
+        for group in groups:
+            s = start + duration * done // total
+            done += len(" ".join(group))
+            raw.append((s, start + duration * done // total, "\n".join(group)))
+    cues: list[Cue] = []
+    prev_end = 0
+    for i, (s, e, text) in enumerate(raw):
+        s = max(s, prev_end)
+        e = max(e, s + min_ms)
+        if i + 1 < len(raw) and raw[i + 1][0] >= s + min_ms:
+            e = min(e, raw[i + 1][0])
+        cues.append(Cue(i + 1, s, e, text))
+        prev_end = e
+    return cues
+
+
+def timestamp(ms: int, sep: str = ",") -> str:
+    hours, rest = divmod(ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds, millis = divmod(rest, 1000)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}{sep}{millis:03d}"
+
+
+def clock(seconds: float) -> str:
+    """``HH:MM:SS`` for transcript lines."""
+    return timestamp(_ms(seconds))[:8]
+
+
+def to_srt(lines: Iterable[CaptionLine]) -> str:
+    return "\n".join(
+        f"{c.index}\n{timestamp(c.start_ms)} --> {timestamp(c.end_ms)}\n{c.text}\n"
+        for c in build_cues(lines)
+    )
+
+
+def _vtt_escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def to_vtt(lines: Iterable[CaptionLine]) -> str:
+    body = "\n".join(
+        f"{c.index}\n{timestamp(c.start_ms, '.')} --> {timestamp(c.end_ms, '.')}\n"
+        f"{_vtt_escape(c.text)}\n"
+        for c in build_cues(lines)
+    )
+    return "WEBVTT\n\n" + body
+
+
+def to_txt(lines: Iterable[CaptionLine]) -> str:
+    out = []
+    for line in lines:
+        mark = "(reply) " if line.kind is LineKind.TYPED else ""
+        out.append(f"[{clock(line.start)}] {mark}{line.text}\n")
+    return "".join(out)
+
+
+FORMATS: dict[str, Callable[[Iterable[CaptionLine]], str]] = {
+    "txt": to_txt, "srt": to_srt, "vtt": to_vtt,
+}
+
+
+class ExportError(Exception):
+    """The export could not be written (readable message)."""
+
+
+def export(lines: Sequence[CaptionLine], fmt: str, path: Path | str) -> Path:
+    """Write ``lines`` as ``fmt`` (txt, srt, vtt) to ``path`` atomically."""
+    fmt = fmt.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ExportError(f"Unknown export format {fmt!r}: choose txt, srt or vtt.")
+    path = Path(path)
+    text = FORMATS[fmt](lines)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".export-", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise ExportError(f"Could not write {path}: {exc.strerror or exc}.") from exc
+    return path
+
+
+__all__ = ["FORMATS", "Cue", "ExportError", "build_cues", "clock", "export", "timestamp",
+           "to_srt", "to_txt", "to_vtt", "wrap"]
