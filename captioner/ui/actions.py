@@ -1,0 +1,69 @@
+"""The app's commands as one set of QActions, shared by the tray menu, the overlay's
+context menu / menu button and the keyboard shortcuts (so each works the same way)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Qt
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMenu, QWidget
+
+from captioner.settings import ShortcutSettings
+
+
+class AppActions(QObject):
+    def __init__(self, shortcuts: ShortcutSettings, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.start_stop = self._action("&Start captions", checkable=True)
+        self.show_overlay = self._action("Show &overlay", checkable=True)
+        self.show_overlay.setChecked(True)
+        self.click_through = self._action("&Click-through", checkable=True)
+        self.font_bigger = self._action("&Bigger text")
+        self.font_smaller = self._action("S&maller text")
+        self.retry = self._action("&Retry now")
+        self.retry.setEnabled(False)
+        self.history = self._action("Transcript &history…")
+        self.settings = self._action("S&ettings…")
+        self.quit = self._action("&Quit Captioner")
+        self.start_stop.toggled.connect(self._label_start_stop)
+        self.apply_shortcuts(shortcuts)
+
+    def _action(self, text: str, *, checkable: bool = False) -> QAction:
+        action = QAction(text, self)
+        action.setCheckable(checkable)
+        action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        return action
+
+    def _label_start_stop(self, running: bool) -> None:
+        self.start_stop.setText("&Stop captions" if running else "&Start captions")
+
+    def apply_shortcuts(self, shortcuts: ShortcutSettings) -> None:
+        for action, seq in ((self.start_stop, shortcuts.start_stop),
+                            (self.click_through, shortcuts.click_through),
+                            (self.font_bigger, shortcuts.font_bigger),
+                            (self.font_smaller, shortcuts.font_smaller)):
+            action.setShortcut(QKeySequence(seq) if seq else QKeySequence())
+
+    def all(self) -> list[QAction]:
+        return [self.start_stop, self.retry, self.show_overlay, self.click_through,
+                self.font_bigger, self.font_smaller, self.history, self.settings, self.quit]
+
+    def keyboard(self) -> list[QAction]:
+        """The actions with shortcuts; add them to every window so the keys work anywhere."""
+        return [self.start_stop, self.click_through, self.font_bigger, self.font_smaller]
+
+    def build_menu(self, parent: QWidget | None = None) -> QMenu:
+        menu = QMenu("Captioner", parent)
+        menu.setAccessibleName("Captioner menu")
+        menu.addAction(self.start_stop)
+        menu.addAction(self.retry)
+        menu.addSeparator()
+        menu.addAction(self.show_overlay)
+        menu.addAction(self.click_through)
+        menu.addAction(self.font_bigger)
+        menu.addAction(self.font_smaller)
+        menu.addSeparator()
+        menu.addAction(self.history)
+        menu.addAction(self.settings)
+        self.extra_separator = menu.addSeparator()  # endpoint controls go here later
+        menu.addAction(self.quit)
+        return menu

@@ -1,0 +1,330 @@
+"""The GUI's composition root and start-up (`captioner` with no arguments).
+
+One asyncio loop runs on Qt through qasync: ``asyncio.run(main(app),
+loop_factory=qasync.QEventLoop)``; ``main`` waits for an event set on quit
+(the Quit action or ``aboutToQuit``), then stops captioning and awaits every task
+it started. Uncaught exceptions (Qt slots, the loop) are logged, never shown as a
+traceback dialog. First run needs no wizard: the overlay appears and captions
+system audio with the embedded engine, with a small hint on how to change that.
+Importing this module has no side effects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+import qasync
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QApplication
+
+from captioner.alerts import AlertMatcher
+from captioner.captioning import EmbeddedEngine
+from captioner.realtime.captions import CaptionUpdate
+from captioner.transcript.journal import mark_recovered, unfinished_journals
+from captioner.ui.actions import AppActions
+from captioner.ui.controller import (
+    CaptionController,
+    CaptionStatus,
+    SourceFactory,
+    _default_source,
+    describe_endpoint,
+    describe_source,
+)
+from captioner.ui.history import HistoryWindow
+from captioner.ui.instance import SingleInstance
+from captioner.ui.overlay import Overlay
+from captioner.ui.settings.dialog import SettingsDialog
+from captioner.ui.settings_store import SettingsStore
+from captioner.ui.tray import Tray
+
+log = logging.getLogger(__name__)
+
+DEBUG_STATE_ENV = "CAPTIONER_DEBUG_STATE_FILE"
+FIRST_RUN_HINT = ("Captioning what this computer plays, on this computer. "
+                  "To change the source or the recognition endpoint: right-click here "
+                  "(or use the tray icon) → Settings.")
+HINT_SECONDS = 20
+FONT_STEP = 2
+
+
+class CaptionerApp(QObject):
+    """Builds the windows and the controller and wires them; owns the app's tasks."""
+
+    quit_requested = Signal()
+
+    def __init__(self, store: SettingsStore, *, embedded: EmbeddedEngine | None = None,
+                 source_factory: SourceFactory = _default_source,
+                 tray_available: bool | None = None, debug_state_file: str | None = None,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        settings = store.settings
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.actions = AppActions(settings.shortcuts, self)
+        self.matcher = AlertMatcher(settings.alert_words)
+        self.overlay = Overlay(settings.appearance, self.actions, self.matcher)
+        self.controller = CaptionController(store, embedded=embedded,
+                                            source_factory=source_factory, parent=self)
+        self.tray = Tray(self.actions, self, available=tray_available)
+        self.overlay.set_menu_button_visible(not self.tray.available)
+        self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
+        self.settings_dialog: SettingsDialog | None = None
+        self.debug_state_file = debug_state_file
+        self._hint_timer = QTimer(self)
+        self._hint_timer.setSingleShot(True)
+        self._hint_timer.timeout.connect(lambda: self.overlay.set_hint(""))
+        self._wire()
+        self._show_source()
+
+    # --- wiring -------------------------------------------------------------
+
+    def _wire(self) -> None:
+        a, c, o = self.actions, self.controller, self.overlay
+        a.start_stop.toggled.connect(self._on_start_stop)
+        a.show_overlay.toggled.connect(o.setVisible)
+        a.click_through.setChecked(o.click_through)
+        a.click_through.toggled.connect(self._on_click_through)
+        a.font_bigger.triggered.connect(lambda: o.change_font_size(FONT_STEP))
+        a.font_smaller.triggered.connect(lambda: o.change_font_size(-FONT_STEP))
+        a.retry.triggered.connect(lambda: self.spawn(c.restart()))
+        a.history.triggered.connect(self.show_history)
+        a.settings.triggered.connect(self.show_settings)
+        a.quit.triggered.connect(self.quit_requested.emit)
+        self.tray.activated.connect(self.bring_to_front)
+        c.update.connect(self._on_update)
+        c.status.connect(self._on_status)
+        c.level.connect(o.set_level)
+        c.notice.connect(self._on_notice)
+        c.running_changed.connect(self._on_running)
+        c.journal_opened.connect(self.history.set_current_journal)
+        o.alert.connect(self._on_alert)
+        o.geometry_saved.connect(lambda: self.store.touched())
+        o.appearance_changed.connect(lambda: self.store.touched("appearance"))
+        self.store.changed.connect(self.apply_settings)
+        self.store.save_failed.connect(self._on_notice)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task the app keeps a reference to and awaits on quit."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self.tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            log.error("! background task failed: %s", exc, exc_info=exc)
+            self.overlay.set_notice(f"Internal error: {exc}")
+
+    # --- life cycle ---------------------------------------------------------
+
+    def start(self) -> None:
+        settings = self.store.settings
+        self.overlay.show()
+        if settings.first_run:
+            self.overlay.set_hint(FIRST_RUN_HINT)
+            self._hint_timer.start(HINT_SECONDS * 1000)
+            settings.first_run = False
+            self.store.touched()
+        self.recover_journals()
+        self.actions.start_stop.setChecked(True)  # starts captioning
+        self.write_debug_state()
+
+    def recover_journals(self) -> list[Path]:
+        found = unfinished_journals(self.store.settings.transcript.folder)
+        for contents in found:
+            self.history.add_recovered(contents)
+            mark_recovered(contents.path)
+        if found:
+            n = len(found)
+            self.overlay.set_notice(f"Recovered {n} unfinished transcript{'s' * (n > 1)}"
+                                    " — see History")
+        return [c.path for c in found]
+
+    async def shutdown(self) -> None:
+        """Stop captioning, then cancel and await every task still running."""
+        await self.controller.shutdown()
+        for task in list(self.tasks):
+            task.cancel()
+        for task in list(self.tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.store.flush()
+        self.overlay.close()
+        self.history.close()
+        if self.settings_dialog is not None:
+            self.settings_dialog.close()
+
+    def bring_to_front(self) -> None:
+        self.actions.show_overlay.setChecked(True)
+        self.overlay.show()
+        self.overlay.raise_()
+
+    # --- reactions ----------------------------------------------------------
+
+    def _on_start_stop(self, on: bool) -> None:
+        if on != self.controller.running:
+            self.controller.toggle(on)
+
+    def _on_running(self, running: bool) -> None:
+        if self.actions.start_stop.isChecked() != running:
+            self.actions.start_stop.blockSignals(True)
+            self.actions.start_stop.setChecked(running)
+            self.actions.start_stop.blockSignals(False)
+            self.actions._label_start_stop(running)
+
+    def _on_click_through(self, on: bool) -> None:
+        self.overlay.set_click_through(on)
+        self.store.touched("appearance")
+
+    def _on_update(self, update: CaptionUpdate) -> None:
+        self.overlay.show_update(update)
+        for line in update.finalized:
+            self.history.append_line(line)
+        self.write_debug_state()
+
+    def _on_status(self, status: CaptionStatus) -> None:
+        self.overlay.set_status(status.state, status.text)
+        self.tray.set_state(status.state, status.text)
+        self.actions.retry.setEnabled(status.failed or status.state == "reconnecting")
+        if status.failed:
+            self.tray.notify("Captions stopped", status.text, critical=True)
+        self.write_debug_state()
+
+    def _on_notice(self, text: str) -> None:
+        self.overlay.set_notice(text)
+        if text:
+            self.tray.notify("Captioner", text)
+        self.write_debug_state()
+
+    def _on_alert(self, word: str, text: str) -> None:
+        if not self.tray.notify(f"“{word}” was said", text):
+            self.overlay.set_notice(f"Alert: “{word}”")
+
+    def _show_source(self) -> None:
+        s = self.store.settings
+        self.overlay.strip.set_source(describe_source(s.audio))
+        self.overlay.strip.set_endpoint(describe_endpoint(s.recognition.endpoint))
+        self.tray.set_tooltip_line("source", f"{describe_source(s.audio)} → "
+                                             f"{describe_endpoint(s.recognition.endpoint)}")
+
+    def apply_settings(self, sections: frozenset[str]) -> None:
+        """React to changed settings: appearance at once, source/endpoint by a restart."""
+        s = self.store.settings
+        if "appearance" in sections:
+            self.overlay.apply_appearance(s.appearance)
+            self.actions.click_through.blockSignals(True)
+            self.actions.click_through.setChecked(self.overlay.click_through)
+            self.actions.click_through.blockSignals(False)
+        if "alert_words" in sections:
+            self.matcher = AlertMatcher(s.alert_words)
+            self.overlay.set_matcher(self.matcher)
+        if "shortcuts" in sections:
+            self.actions.apply_shortcuts(s.shortcuts)
+        if "transcript" in sections:
+            self.history.set_folder(Path(s.transcript.folder))
+        if sections & {"audio", "recognition", "aws"}:
+            self._show_source()
+            if self.controller.running or self.controller.current.failed:
+                self.spawn(self.controller.restart())
+
+    # --- windows ------------------------------------------------------------
+
+    def show_history(self) -> None:
+        self.history.show()
+        self.history.raise_()
+        self.history.activateWindow()
+
+    def show_settings(self) -> None:
+        if self.settings_dialog is None:
+            self.settings_dialog = SettingsDialog(self.store, self.actions)
+        self.settings_dialog.reload()
+        self.settings_dialog.show()  # never exec(): we run inside the asyncio loop
+        self.settings_dialog.raise_()
+        self.settings_dialog.activateWindow()
+
+    # --- debug hook ---------------------------------------------------------
+
+    def write_debug_state(self) -> None:
+        """With CAPTIONER_DEBUG_STATE_FILE set, write what the overlay shows (tests)."""
+        path = self.debug_state_file
+        if not path:
+            return
+        state = {
+            "visible": self.overlay.view.visible_text(),
+            "lines": [line.text for line in self.controller.lines],
+            "status": {"state": self.controller.current.state,
+                       "text": self.controller.current.text},
+            "notice": self.overlay.strip.notice_label.text(),
+            "journal": str(self.history.current_journal or ""),
+            "overlay_visible": self.overlay.isVisible(),
+        }
+        target = Path(path)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".state-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(state, f)
+            os.replace(tmp, target)
+        except OSError as exc:
+            log.warning("! debug state file: %s", exc)
+
+
+# --- start-up -----------------------------------------------------------------
+
+def _excepthook(exc_type, exc, tb) -> None:
+    log.error("! uncaught exception", exc_info=(exc_type, exc, tb))
+
+
+def _loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    exc = context.get("exception")
+    log.error("! asyncio: %s", context.get("message", "error"), exc_info=exc)
+
+
+async def main(app: QApplication, instance: SingleInstance | None = None,
+               store: SettingsStore | None = None) -> int:
+    """The app's life on the qasync loop; returns the exit status."""
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_loop_exception_handler)
+    quit_event = asyncio.Event()
+    app.aboutToQuit.connect(quit_event.set)
+    store = store or SettingsStore()
+    captioner_app = CaptionerApp(store, debug_state_file=os.environ.get(DEBUG_STATE_ENV))
+    captioner_app.quit_requested.connect(quit_event.set)
+    if instance is not None:
+        instance.activated.connect(captioner_app.bring_to_front)
+    captioner_app.start()
+    log.info("= Captioner is running")
+    await quit_event.wait()
+    log.info("= quitting")
+    await captioner_app.shutdown()
+    if instance is not None:
+        instance.close()
+    return 0
+
+
+def run_app(args: argparse.Namespace | None = None) -> int:
+    """Start the GUI; returns 0 also when another instance was asked to show itself."""
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    assert isinstance(app, QApplication)
+    app.setApplicationName("Captioner")
+    app.setApplicationDisplayName("Captioner")
+    app.setQuitOnLastWindowClosed(False)
+    instance = SingleInstance()
+    if not instance.claim():
+        return 0
+    sys.excepthook = _excepthook
+    try:
+        return asyncio.run(main(app, instance), loop_factory=qasync.QEventLoop)
+    except KeyboardInterrupt:
+        return 130

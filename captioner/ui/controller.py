@@ -1,0 +1,297 @@
+"""Runs captioning for the GUI: start/stop/restart a :class:`Captioner`, report its state.
+
+The controller owns no protocol or audio logic: it builds the audio source and the
+Captioner from the settings, runs it as an asyncio task on the qasync loop, and
+turns its callbacks into Qt signals. Every failure ends in a readable, persistent
+``error`` state with the reason (and Retry), never in silence. Finalized lines go
+to the crash-safe journal; a journal that cannot be written (full disk) becomes a
+notice while the captions keep going.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from captioner.audio.errors import AudioError
+from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
+from captioner.realtime.captions import CaptionLine, CaptionUpdate
+from captioner.session import SessionFailed, SessionState, SessionStatus
+from captioner.settings import AudioSettings, Settings
+from captioner.transcript.journal import Journal, JournalError
+from captioner.transport.endpoint_url import parse_endpoint
+from captioner.ui.settings_store import SettingsStore
+
+log = logging.getLogger(__name__)
+
+SourceFactory = Callable[[AudioSettings], AudioSource]
+JournalFactory = Callable[[Path, dict[str, Any]], Journal]
+LEVEL_INTERVAL_MS = 100
+STOP_GRACE_SECONDS = 12.0
+
+
+@dataclass(frozen=True, slots=True)
+class CaptionStatus:
+    """What the overlay strip and the tray show: a coarse state and a readable text."""
+
+    state: str  # idle | loading | connecting | listening | reconnecting | error
+    text: str
+
+    @property
+    def failed(self) -> bool:
+        return self.state == "error"
+
+
+def _default_source(audio: AudioSettings) -> AudioSource:
+    from captioner.audio.capture import AudioCapture
+
+    return AudioCapture.from_settings(audio)
+
+
+def _default_journal(folder: Path, header: dict[str, Any]) -> Journal:
+    return Journal.create(folder, **header)
+
+
+def describe_source(audio: AudioSettings) -> str:
+    return {"mic": "Microphone", "system": "System audio",
+            "both": "Mic + system"}.get(audio.source, audio.source)
+
+
+def describe_endpoint(endpoint: str) -> str:
+    try:
+        spec = parse_endpoint(endpoint)
+    except ValueError:
+        return "invalid endpoint"
+    if spec.kind == "embedded":
+        return "On this computer"
+    if spec.kind == "websocket":
+        return spec.url or "WebSocket"
+    return f"SageMaker {spec.endpoint_name}"
+
+
+def status_from_session(status: SessionStatus) -> CaptionStatus:
+    state = {
+        SessionState.CONNECTING: "connecting",
+        SessionState.LIVE: "listening",
+        SessionState.RECONNECTING: "reconnecting",
+        SessionState.STOPPING: "listening",
+        SessionState.STOPPED: "idle",
+        SessionState.FAILED: "error",
+    }[status.state]
+    text = {"listening": "listening", "idle": "stopped"}.get(state, str(status))
+    if status.state is SessionState.STOPPING:
+        text = "stopping…"
+    return CaptionStatus(state, text)
+
+
+class CaptionController(QObject):
+    update = Signal(object)  # CaptionUpdate
+    status = Signal(object)  # CaptionStatus
+    level = Signal(float)  # dBFS of the latest audio chunk
+    notice = Signal(str)  # non-fatal problems (journal), "" clears
+    running_changed = Signal(bool)
+    journal_opened = Signal(object)  # Path of this run's journal
+
+    def __init__(self, store: SettingsStore, *, embedded: EmbeddedEngine | None = None,
+                 source_factory: SourceFactory = _default_source,
+                 journal_factory: JournalFactory = _default_journal,
+                 parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.store = store
+        self.embedded = embedded or EmbeddedEngine(store.settings)
+        self._source_factory = source_factory
+        self._journal_factory = journal_factory
+        self._task: asyncio.Task[None] | None = None
+        self._captioner: Captioner | None = None
+        self._source: AudioSource | None = None
+        self._journal: Journal | None = None
+        self._journal_failed = False
+        self.current = CaptionStatus("idle", "stopped")
+        self.lines: list[CaptionLine] = []  # finalized lines of this app run
+        self._level_timer = QTimer(self)
+        self._level_timer.setInterval(LEVEL_INTERVAL_MS)
+        self._level_timer.timeout.connect(self._poll_level)
+
+    # --- public -------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    def start(self) -> None:
+        """Start captioning with the current settings (no-op when running)."""
+        if self.running:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="captioning")
+        self.running_changed.emit(True)
+
+    def stop(self) -> None:
+        """Graceful stop: the last words are still transcribed and journaled."""
+        if self._captioner is not None:
+            self._captioner.stop()
+        elif self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    def toggle(self, on: bool | None = None) -> None:
+        if on is None:
+            on = not self.running
+        if on:
+            self.start()
+        else:
+            self.stop()
+
+    async def wait_stopped(self, timeout: float = STOP_GRACE_SECONDS) -> None:
+        task = self._task
+        if task is None or task.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(task), timeout)
+        except TimeoutError:
+            log.warning("! captioning did not stop within %.0f s; cancelling", timeout)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def restart(self) -> None:
+        """Apply a new source/endpoint: stop the running session, start a new one."""
+        was_running = self.running or self.current.failed
+        self.stop()
+        await self.wait_stopped()
+        if was_running:
+            self.start()
+
+    async def shutdown(self) -> None:
+        self.stop()
+        await self.wait_stopped(timeout=5.0)
+        await self.embedded.close()
+
+    # --- the run ------------------------------------------------------------
+
+    async def _run(self) -> None:
+        settings = self.store.settings
+        try:
+            await self._run_once(settings)
+        except asyncio.CancelledError:
+            self._set(CaptionStatus("idle", "stopped"))
+            raise
+        finally:
+            self._level_timer.stop()
+            self._captioner = None
+            self._source = None
+            self._close_journal()
+            self.running_changed.emit(False)
+
+    async def _run_once(self, settings: Settings) -> None:
+        try:
+            spec = parse_endpoint(settings.recognition.endpoint)
+        except ValueError as exc:
+            return self._fail(f"Endpoint setting is wrong: {exc}")
+        try:
+            self._source = self._source_factory(settings.audio)
+        except AudioError as exc:
+            return self._fail(f"Audio source unavailable: {exc}")
+        except Exception as exc:  # PortAudio reports many things as plain errors
+            log.exception("! opening the audio source")
+            return self._fail(f"Audio source unavailable: {exc}")
+        if spec.kind == "embedded":
+            self._set(CaptionStatus("loading", "Loading speech model…"))
+            try:
+                await self.embedded.url()
+            except Exception as exc:
+                log.exception("! loading the embedded engine")
+                return self._fail(f"The on-device speech model could not load: {exc}")
+        else:
+            self._set(CaptionStatus("connecting", "connecting"))
+        self._open_journal(settings)
+        captioner = Captioner(settings, self._source, embedded=self.embedded,
+                              on_update=self._on_update, on_status=self._on_status)
+        self._captioner = captioner
+        self._level_timer.start()
+        try:
+            await captioner.run()
+        except SessionFailed as exc:
+            return self._fail(str(exc))
+        except AudioError as exc:
+            return self._fail(f"Audio capture failed: {exc}")
+        except Exception as exc:
+            log.exception("! captioning failed")
+            return self._fail(f"Captioning stopped unexpectedly: {exc}")
+        self._set(CaptionStatus("idle", "stopped"))
+
+    # --- callbacks ----------------------------------------------------------
+
+    def _on_update(self, update: CaptionUpdate) -> None:
+        for line in update.finalized:
+            self.lines.append(line)
+            self._journal_line(line)
+        self.update.emit(update)
+
+    def _on_status(self, status: SessionStatus) -> None:
+        if status.state is SessionState.FAILED:
+            return  # _run reports it with the reason, once
+        self._set(status_from_session(status))
+
+    def _poll_level(self) -> None:
+        source = self._source
+        if source is not None:
+            self.level.emit(float(getattr(source, "level_dbfs", -100.0)))
+
+    def _set(self, status: CaptionStatus) -> None:
+        if status != self.current:
+            self.current = status
+            log.info("= caption status %s: %s", status.state, status.text)
+            self.status.emit(status)
+
+    def _fail(self, reason: str) -> None:
+        log.warning("! %s", reason)
+        self._set(CaptionStatus("error", reason))
+
+    # --- journal ------------------------------------------------------------
+
+    def _open_journal(self, settings: Settings) -> None:
+        self._journal_failed = False
+        header = {"source": settings.audio.source, "endpoint": describe_endpoint(
+            settings.recognition.endpoint)}
+        try:
+            self._journal = self._journal_factory(Path(settings.transcript.folder), header)
+        except JournalError as exc:
+            self._journal = None
+            self._journal_problem(str(exc))
+            return
+        self.journal_opened.emit(self._journal.path)
+
+    def _journal_line(self, line: CaptionLine) -> None:
+        if self._journal is None:
+            return
+        try:
+            self._journal.append(line)
+        except JournalError as exc:
+            self._journal_problem(str(exc))
+            return
+        if self._journal_failed:
+            self._journal_failed = False
+            self.notice.emit("")
+
+    def _journal_problem(self, message: str) -> None:
+        if not self._journal_failed:
+            self._journal_failed = True
+            self.notice.emit(message)
+
+    def _close_journal(self) -> None:
+        journal, self._journal = self._journal, None
+        if journal is not None:
+            try:
+                journal.close()
+            except JournalError as exc:
+                self._journal_problem(str(exc))

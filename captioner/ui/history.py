@@ -1,0 +1,258 @@
+"""Transcript history: this session's lines live, past and recovered sessions from
+their journals; search, copy, export (TXT, SRT, WebVTT).
+
+File dialogs are opened with ``open()`` and answered through a signal, never with
+the blocking static helpers (we run inside the asyncio loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QListWidgetItem,
+    QPushButton,
+    QSplitter,
+    QVBoxLayout,
+    QWidget,
+)
+
+from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.transcript.exports import ExportError, clock, export
+from captioner.transcript.journal import JournalContents, journal_files, read_journal
+from captioner.ui.actions import AppActions
+
+log = logging.getLogger(__name__)
+
+CURRENT = "current"
+
+
+@dataclass
+class HistorySession:
+    key: str
+    title: str
+    lines: list[CaptionLine] = field(default_factory=list)
+    path: Path | None = None
+    loaded: bool = True
+
+
+def line_label(line: CaptionLine) -> str:
+    mark = "(reply) " if line.kind is LineKind.TYPED else ""
+    return f"[{clock(line.start)}] {mark}{line.text}"
+
+
+class HistoryWindow(QWidget):
+    exported = Signal(str)  # path written
+    message = Signal(str)  # a readable result or error
+
+    def __init__(self, folder: Path, actions: AppActions | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Captioner — transcript history")
+        self.setAccessibleName("Transcript history")
+        self.resize(820, 520)
+        self.folder = folder
+        self.current_journal: Path | None = None
+        self.sessions: dict[str, HistorySession] = {
+            CURRENT: HistorySession(CURRENT, "This session")}
+        self._selected = CURRENT
+
+        self.session_list = QListWidget()
+        self.session_list.setAccessibleName("Sessions")
+        self.search = QLineEdit()
+        self.search.setPlaceholderText("Search the transcript")
+        self.search.setAccessibleName("Search the transcript")
+        self.search.setClearButtonEnabled(True)
+        search_label = QLabel("&Search:")
+        search_label.setBuddy(self.search)
+        self.lines = QListWidget()
+        self.lines.setAccessibleName("Transcript lines")
+        self.lines.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.lines.setWordWrap(True)
+        self.count_label = QLabel()
+        self.count_label.setAccessibleName("Match count")
+        self.status_label = QLabel()
+        self.status_label.setAccessibleName("Export status")
+        self.copy_button = QPushButton("&Copy")
+        self.copy_button.setAccessibleName("Copy selected lines, or all shown lines")
+        self.export_buttons = {}
+        for fmt, text in (("txt", "Export &TXT…"), ("srt", "Export S&RT…"),
+                          ("vtt", "Export &WebVTT…")):
+            button = QPushButton(text)
+            button.setAccessibleName(f"Export as {fmt.upper()}")
+            button.clicked.connect(lambda _=False, f=fmt: self.ask_export(f))
+            self.export_buttons[fmt] = button
+        sessions_label = QLabel("S&essions:")
+        sessions_label.setBuddy(self.session_list)
+
+        left = QWidget()
+        lv = QVBoxLayout(left)
+        lv.setContentsMargins(0, 0, 0, 0)
+        lv.addWidget(sessions_label)
+        lv.addWidget(self.session_list)
+        right = QWidget()
+        rv = QVBoxLayout(right)
+        rv.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        top.addWidget(search_label)
+        top.addWidget(self.search, 1)
+        top.addWidget(self.count_label)
+        rv.addLayout(top)
+        rv.addWidget(self.lines, 1)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.copy_button)
+        for b in self.export_buttons.values():
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        rv.addLayout(buttons)
+        rv.addWidget(self.status_label)
+        splitter = QSplitter()
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+
+        QWidget.setTabOrder(self.session_list, self.search)
+        QWidget.setTabOrder(self.search, self.lines)
+        QWidget.setTabOrder(self.lines, self.copy_button)
+        prev = self.copy_button
+        for b in self.export_buttons.values():
+            QWidget.setTabOrder(prev, b)
+            prev = b
+        QShortcut(QKeySequence.StandardKey.Find, self, self.search.setFocus)
+        QShortcut(QKeySequence.StandardKey.Copy, self.lines, self.copy)
+        if actions is not None:
+            self.addActions(actions.keyboard())
+
+        self.search.textChanged.connect(self._refill)
+        self.copy_button.clicked.connect(self.copy)
+        self.session_list.currentRowChanged.connect(self._on_session_row)
+        self.message.connect(self.status_label.setText)
+        self._refresh_sessions()
+
+    # --- sessions -----------------------------------------------------------
+
+    def set_folder(self, folder: Path) -> None:
+        self.folder = folder
+        self._refresh_sessions()
+
+    def set_current_journal(self, path: Path) -> None:
+        self.current_journal = Path(path)
+        self._refresh_sessions()
+
+    def add_recovered(self, contents: JournalContents) -> None:
+        key = str(contents.path)
+        started = contents.started.replace("T", " ")[:19] or contents.path.stem
+        self.sessions[key] = HistorySession(key, f"Recovered: {started} ({len(contents.lines)} "
+                                                 "lines)", list(contents.lines), contents.path)
+        self._refresh_sessions()
+
+    def _refresh_sessions(self) -> None:
+        for path in journal_files(self.folder):
+            key = str(path)
+            if key in self.sessions or (self.current_journal and path == self.current_journal):
+                continue
+            self.sessions[key] = HistorySession(key, path.stem.removeprefix("captions-"),
+                                                path=path, loaded=False)
+        self.session_list.blockSignals(True)
+        self.session_list.clear()
+        order = [CURRENT, *sorted((k for k in self.sessions if k != CURRENT), reverse=True)]
+        for key in order:
+            item = QListWidgetItem(self.sessions[key].title)
+            item.setData(Qt.ItemDataRole.UserRole, key)
+            self.session_list.addItem(item)
+            if key == self._selected:
+                self.session_list.setCurrentItem(item)
+        self.session_list.blockSignals(False)
+        self._refill()
+
+    def _on_session_row(self, row: int) -> None:
+        item = self.session_list.item(row)
+        if item is not None:
+            self.select_session(item.data(Qt.ItemDataRole.UserRole))
+
+    def select_session(self, key: str) -> None:
+        session = self.sessions[key]
+        if not session.loaded and session.path is not None:
+            session.lines = read_journal(session.path).lines
+            session.loaded = True
+        self._selected = key
+        self._refill()
+
+    @property
+    def session(self) -> HistorySession:
+        return self.sessions[self._selected]
+
+    # --- lines ----------------------------------------------------------------
+
+    def append_line(self, line: CaptionLine) -> None:
+        self.sessions[CURRENT].lines.append(line)
+        if self._selected == CURRENT and self._matches(line):
+            at_end = self.lines.verticalScrollBar().value() >= \
+                self.lines.verticalScrollBar().maximum() - 2
+            self.lines.addItem(line_label(line))
+            if at_end:
+                self.lines.scrollToBottom()
+            self._count()
+
+    def set_query(self, text: str) -> None:
+        self.search.setText(text)
+
+    def _matches(self, line: CaptionLine) -> bool:
+        query = self.search.text().strip().casefold()
+        return not query or query in line.text.casefold()
+
+    def shown_lines(self) -> list[CaptionLine]:
+        return [line for line in self.session.lines if self._matches(line)]
+
+    def _refill(self) -> None:
+        self.lines.clear()
+        self.lines.addItems([line_label(line) for line in self.shown_lines()])
+        self._count()
+
+    def _count(self) -> None:
+        shown, total = self.lines.count(), len(self.session.lines)
+        self.count_label.setText(f"{shown} of {total}" if self.search.text() else f"{total}")
+
+    def copy(self) -> str:
+        """Copy the selected lines (all shown lines when none is selected)."""
+        items = self.lines.selectedItems() or [self.lines.item(i)
+                                                for i in range(self.lines.count())]
+        text = "\n".join(item.text() for item in items)
+        QGuiApplication.clipboard().setText(text)
+        self.message.emit(f"Copied {len(items)} line{'s' * (len(items) != 1)}.")
+        return text
+
+    # --- export ---------------------------------------------------------------
+
+    def ask_export(self, fmt: str) -> QFileDialog:
+        dialog = QFileDialog(self, f"Export transcript as {fmt.upper()}")
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setDefaultSuffix(fmt)
+        dialog.setNameFilter(f"{fmt.upper()} files (*.{fmt})")
+        dialog.selectFile(f"transcript.{fmt}")
+        dialog.fileSelected.connect(lambda path: self.export_to(Path(path), fmt))
+        dialog.open()
+        return dialog
+
+    def export_to(self, path: Path, fmt: str) -> bool:
+        """Export the whole selected session (not only the search hits)."""
+        try:
+            export(self.session.lines, fmt, path)
+        except ExportError as exc:
+            self.message.emit(str(exc))
+            return False
+        self.message.emit(f"Saved {path}.")
+        self.exported.emit(str(path))
+        return True

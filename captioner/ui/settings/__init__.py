@@ -1,0 +1,1 @@
+"""The settings dialog: one tab per topic; validation rules in :mod:`.validation`."""

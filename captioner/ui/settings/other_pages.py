@@ -1,0 +1,156 @@
+"""Settings → Alert words, Transcript, Shortcuts, and the reserved Endpoints tab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QKeySequenceEdit,
+    QLabel,
+    QLineEdit,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from captioner.alerts import parse_word_list
+from captioner.settings import Settings
+from captioner.ui.settings import validation as v
+from captioner.ui.settings.common import ErrorLabel, Errors, Page
+
+
+class AlertsPage(Page):
+    title = "Alert &words"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        label = QLabel("Words or phrases that make the captions flash and notify you, one per "
+                       "line (your &name, “question”, …). Case does not matter; whole words "
+                       "only.")
+        label.setWordWrap(True)
+        self.words = QPlainTextEdit()
+        self.words.setAccessibleName("Alert words, one per line")
+        self.words.setTabChangesFocus(True)
+        label.setBuddy(self.words)
+        layout.addWidget(label)
+        layout.addWidget(self.words)
+        self.errors["words"] = ErrorLabel("Alert words")
+        layout.addWidget(self.errors["words"])
+
+    def load(self, settings: Settings) -> None:
+        self.words.setPlainText("\n".join(settings.alert_words))
+
+    def write(self, out: Settings) -> Errors:
+        words = parse_word_list(self.words.toPlainText())
+        too_long = [w for w in words if len(w) > 60]
+        if too_long:
+            return {"words": f"“{too_long[0][:30]}…” is too long for an alert word."}
+        out.alert_words = words
+        return {}
+
+
+class TranscriptPage(Page):
+    title = "&Transcript"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        form = QFormLayout(self)
+        row = QWidget()
+        h = QHBoxLayout(row)
+        h.setContentsMargins(0, 0, 0, 0)
+        self.folder = QLineEdit()
+        self.browse = QPushButton("&Browse…")
+        self.browse.setAccessibleName("Choose the transcript folder")
+        h.addWidget(self.folder, 1)
+        h.addWidget(self.browse)
+        self.add_row(form, "folder", "Transcript &folder:", self.folder)
+        form.addRow("", row)
+        note = QLabel("Every finalized line is saved here as it is captioned, so a crash "
+                      "loses nothing. Open History to search and export.")
+        note.setWordWrap(True)
+        form.addRow(note)
+        self.browse.clicked.connect(self._ask_folder)
+
+    def _ask_folder(self) -> None:
+        dialog = QFileDialog(self, "Transcript folder", self.folder.text())
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly)
+        dialog.fileSelected.connect(self.folder.setText)
+        dialog.open()  # never exec() inside the asyncio loop
+
+    def load(self, settings: Settings) -> None:
+        self.folder.setText(settings.transcript.folder)
+
+    def write(self, out: Settings) -> Errors:
+        if (e := v.folder_error(self.folder.text())) is not None:
+            return {"folder": e}
+        out.transcript.folder = str(Path(self.folder.text().strip()).expanduser())
+        return {}
+
+
+SHORTCUTS = (("start_stop", "&Start / stop captions:"),
+             ("click_through", "&Click-through on / off:"),
+             ("font_bigger", "&Bigger text:"), ("font_smaller", "S&maller text:"),
+             ("reply", "&Reply box:"))
+
+
+class ShortcutsPage(Page):
+    title = "&Shortcuts"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        form = QFormLayout(self)
+        self.edits: dict[str, QKeySequenceEdit] = {}
+        for key, label in SHORTCUTS:
+            edit = QKeySequenceEdit()
+            edit.setMaximumSequenceLength(1)
+            edit.setClearButtonEnabled(True)
+            self.edits[key] = edit
+            self.add_row(form, key, label, edit)
+        note = QLabel("Shortcuts work while any Captioner window is active.")
+        note.setWordWrap(True)
+        form.addRow(note)
+
+    def load(self, settings: Settings) -> None:
+        for key, edit in self.edits.items():
+            edit.setKeySequence(QKeySequence(getattr(settings.shortcuts, key)))
+
+    def write(self, out: Settings) -> Errors:
+        values = {key: edit.keySequence().toString() for key, edit in self.edits.items()}
+        errors = v.shortcut_conflicts(values)
+        if not errors:
+            for key, seq in values.items():
+                setattr(out.shortcuts, key, seq)
+        return errors
+
+
+class EndpointsPlaceholder(Page):
+    """Reserved for the endpoint controls (deploy / status / stop SageMaker endpoints).
+
+    The endpoint-control work replaces this tab with
+    :meth:`SettingsDialog.set_endpoints_page`.
+    """
+
+    title = "&Endpoints"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        label = QLabel("Deploying and stopping your own SageMaker endpoints will be "
+                       "available here.")
+        label.setWordWrap(True)
+        label.setAccessibleName("Endpoints page placeholder")
+        layout.addWidget(label)
+        layout.addStretch(1)
+
+    def load(self, settings: Settings) -> None:
+        pass
+
+    def write(self, out: Settings) -> Errors:
+        return {}

@@ -1,0 +1,183 @@
+"""Settings → Recognition: where speech is recognised, and how to reach it.
+
+AWS access keys typed here go to the OS keyring (``KeyringCredentials.store``)
+when the settings are applied, never into the settings file.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from captioner.cloud.credentials import KeyringCredentials
+from captioner.settings import DEFAULT_STT_MODEL, Settings
+from captioner.transport.base import AuthError
+from captioner.transport.endpoint_url import EndpointSpec, format_endpoint, parse_endpoint
+from captioner.ui.settings import validation as v
+from captioner.ui.settings.common import Errors, Page
+
+log = logging.getLogger(__name__)
+
+
+class KeyStore(Protocol):
+    def store(self, access_key_id: str, secret_access_key: str) -> None: ...
+    def has_keys(self) -> bool: ...
+
+
+class RecognitionPage(Page):
+    title = "&Recognition"
+
+    def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.keys = keys or KeyringCredentials()
+        outer = QVBoxLayout(self)
+        self.kind_group = QButtonGroup(self)
+        self.embedded = QRadioButton("On &this computer (offline, built-in model)")
+        self.websocket = QRadioButton("Self-hosted &server (vLLM Realtime over WebSocket)")
+        self.sagemaker = QRadioButton("Amazon Sage&Maker endpoint")
+        for i, r in enumerate((self.embedded, self.websocket, self.sagemaker)):
+            r.setAccessibleName(r.text().replace("&", ""))
+            self.kind_group.addButton(r, i)
+            outer.addWidget(r)
+
+        self.ws_box = QGroupBox("Server")
+        ws_form = QFormLayout(self.ws_box)
+        self.url = QLineEdit()
+        self.url.setPlaceholderText("ws://192.168.1.20:8000/v1/realtime")
+        self.add_row(ws_form, "url", "&URL:", self.url, "Server URL")
+        outer.addWidget(self.ws_box)
+
+        self.sm_box = QGroupBox("SageMaker")
+        sm_form = QFormLayout(self.sm_box)
+        self.endpoint_name = QLineEdit()
+        self.add_row(sm_form, "endpoint_name", "&Endpoint name:", self.endpoint_name)
+        self.region = QLineEdit()
+        self.region.setPlaceholderText("us-east-1")
+        self.add_row(sm_form, "region", "Re&gion:", self.region, "AWS region")
+        self.auth_group = QButtonGroup(self)
+        self.use_profile = QRadioButton("AWS &profile (or the default credentials)")
+        self.use_keys = QRadioButton("Access &keys, kept in the OS keyring")
+        for i, r in enumerate((self.use_profile, self.use_keys)):
+            r.setAccessibleName(r.text().replace("&", ""))
+            self.auth_group.addButton(r, i)
+            sm_form.addRow(r)
+        self.profile = QLineEdit()
+        self.profile.setPlaceholderText("default")
+        self.add_row(sm_form, "profile", "Pro&file name:", self.profile, "AWS profile name")
+        self.key_id = QLineEdit()
+        self.add_row(sm_form, "key_id", "Access key &ID:", self.key_id)
+        self.secret = QLineEdit()
+        self.secret.setEchoMode(QLineEdit.EchoMode.Password)
+        self.add_row(sm_form, "secret", "Secret access ke&y:", self.secret)
+        self.keys_note = QLabel()
+        self.keys_note.setAccessibleName("Stored keys")
+        sm_form.addRow(self.keys_note)
+        outer.addWidget(self.sm_box)
+
+        model_form = QFormLayout()
+        self.model = QLineEdit()
+        self.add_row(model_form, "model", "Mo&del id:", self.model, "Model id")
+        outer.addLayout(model_form)
+        outer.addStretch(1)
+        self.kind_group.idToggled.connect(lambda *_: self._enable())
+        self.auth_group.idToggled.connect(lambda *_: self._enable())
+
+    def _enable(self) -> None:
+        self.ws_box.setEnabled(self.websocket.isChecked())
+        self.sm_box.setEnabled(self.sagemaker.isChecked())
+        self.model.setEnabled(not self.embedded.isChecked())
+        self.profile.setEnabled(self.use_profile.isChecked())
+        for w in (self.key_id, self.secret):
+            w.setEnabled(self.use_keys.isChecked())
+
+    def _stored(self) -> bool:
+        try:
+            return self.keys.has_keys()
+        except Exception:
+            return False
+
+    def load(self, settings: Settings) -> None:
+        r, aws = settings.recognition, settings.aws
+        try:
+            spec = parse_endpoint(r.endpoint)
+        except ValueError:
+            spec = EndpointSpec("embedded")
+        {"embedded": self.embedded, "websocket": self.websocket,
+         "sagemaker": self.sagemaker}[spec.kind].setChecked(True)
+        self.url.setText(spec.url or "")
+        self.endpoint_name.setText(spec.endpoint_name or "")
+        self.region.setText(spec.region or aws.region)
+        self.profile.setText(spec.profile or aws.profile or "")
+        (self.use_keys if aws.use_keyring else self.use_profile).setChecked(True)
+        self.key_id.clear()
+        self.secret.clear()
+        self.keys_note.setText("Keys are stored in the OS keyring; leave the fields empty to "
+                               "keep them." if self._stored() else "")
+        self.model.setText(r.model or DEFAULT_STT_MODEL)
+        self._enable()
+
+    def write(self, out: Settings) -> Errors:
+        errors: Errors = {}
+        r, aws = out.recognition, out.aws
+        if self.embedded.isChecked():
+            r.endpoint = "embedded"
+        elif self.websocket.isChecked():
+            if (e := v.ws_url_error(self.url.text())) is not None:
+                errors["url"] = e
+            else:
+                r.endpoint = self.url.text().strip()
+        else:
+            name, region = self.endpoint_name.text().strip(), self.region.text().strip()
+            profile = self.profile.text().strip() or None
+            for key, err in (("endpoint_name", v.endpoint_name_error(name)),
+                             ("region", v.region_error(region)),
+                             ("profile", v.profile_error(profile or ""))):
+                if err is not None:
+                    errors[key] = err
+            keys = self.use_keys.isChecked()
+            if keys:
+                err = v.access_keys_error(self.key_id.text(), self.secret.text(),
+                                          stored=self._stored())
+                if err is not None:
+                    errors["key_id" if not self.key_id.text().strip() or "ID" in err
+                           else "secret"] = err
+            if not errors:
+                aws.region = region
+                aws.use_keyring = keys
+                aws.profile = None if keys else profile
+                r.endpoint = format_endpoint(EndpointSpec(
+                    "sagemaker", endpoint_name=name, region=region,
+                    profile=None if keys else profile))
+        if not self.embedded.isChecked():
+            if (e := v.model_error(self.model.text())) is not None:
+                errors["model"] = e
+            else:
+                r.model = self.model.text().strip()
+        return errors
+
+    def commit_secrets(self) -> Errors:
+        """After validation passed: store typed keys in the keyring, then clear the fields."""
+        if not (self.sagemaker.isChecked() and self.use_keys.isChecked()):
+            return {}
+        key_id, secret = self.key_id.text().strip(), self.secret.text().strip()
+        if not key_id:
+            return {}
+        try:
+            self.keys.store(key_id, secret)
+        except AuthError as exc:
+            return {"secret": str(exc)}
+        self.key_id.clear()
+        self.secret.clear()
+        self.keys_note.setText("Keys are stored in the OS keyring.")
+        return {}

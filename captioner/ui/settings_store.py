@@ -1,0 +1,90 @@
+"""The app's one Settings object, its change notifications and its saving (one place).
+
+Widgets never save settings themselves: they call :meth:`SettingsStore.replace`
+(a whole new Settings from the dialog) or :meth:`touched` (a small in-place edit
+such as the overlay geometry or the font size), and the store saves with
+:func:`captioner.settings.save` — at once, or debounced for in-place edits.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from captioner import settings as settings_io
+from captioner.settings import Settings
+
+log = logging.getLogger(__name__)
+
+SECTIONS = tuple(f.name for f in dataclasses.fields(Settings))
+
+
+class SettingsStore(QObject):
+    changed = Signal(object)  # frozenset of top-level section names that changed
+    save_failed = Signal(str)
+
+    def __init__(self, settings: Settings | None = None, path: Path | None = None,
+                 save_delay_ms: int = 500, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.path = path
+        self._settings = settings if settings is not None else settings_io.load(path)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(save_delay_ms)
+        self._timer.timeout.connect(self.save)
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def copy(self) -> Settings:
+        """A deep copy for editing (the settings dialog)."""
+        return copy.deepcopy(self._settings)
+
+    def replace(self, new: Settings) -> frozenset[str]:
+        """Adopt ``new``; emits ``changed`` with the sections that differ and saves now.
+
+        The objects are updated in place, so widgets holding a section keep seeing
+        the current values.
+        """
+        changed = frozenset(name for name in SECTIONS
+                            if getattr(new, name) != getattr(self._settings, name))
+        for name in changed:
+            current = getattr(self._settings, name)
+            value = copy.deepcopy(getattr(new, name))
+            if dataclasses.is_dataclass(current):
+                for f in dataclasses.fields(current):
+                    setattr(current, f.name, getattr(value, f.name))
+            else:
+                setattr(self._settings, name, value)
+        if changed:
+            log.info("= settings changed: %s", ", ".join(sorted(changed)))
+            self.save()
+            self.changed.emit(changed)
+        return changed
+
+    def touched(self, *sections: str) -> None:
+        """Something edited the settings in place: notify and save soon."""
+        self._timer.start()
+        if sections:
+            self.changed.emit(frozenset(sections))
+
+    def save(self) -> bool:
+        self._timer.stop()
+        try:
+            settings_io.save(self._settings, self.path)
+        except OSError as exc:
+            message = f"Settings could not be saved: {exc.strerror or exc}"
+            log.warning("! %s", message)
+            self.save_failed.emit(message)
+            return False
+        return True
+
+    def flush(self) -> None:
+        """Save now if a debounced save is pending (on quit)."""
+        if self._timer.isActive():
+            self.save()
