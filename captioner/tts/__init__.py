@@ -1,4 +1,11 @@
-"""Type-to-speak: the sans-I/O vLLM-Omni speech-stream protocol and the speaker around it."""
+"""Type-to-speak through a vLLM-Omni (Qwen3-TTS) endpoint.
+
+This package root re-exports the sans-I/O core only (events, connection, errors,
+text splitting), which imports no asyncio, sockets or Qt. The I/O side lives in
+its own modules: :mod:`captioner.tts.speaker` (``Speaker``),
+:mod:`captioner.tts.fallback` (``LocalVoice``, espeak-ng), :mod:`captioner.tts.connect`
+(``tts_connector``) and :mod:`captioner.tts.sink` (``AudioSink``).
+"""
 
 from captioner.tts.errors import (
     EndpointUnavailable,
@@ -31,54 +38,33 @@ from captioner.tts.events import (
     decode_server_event,
     encode,
 )
-from captioner.tts.fallback import EspeakVoice, LocalVoice, SpdSayVoice, find_local_voice
 from captioner.tts.protocol import BadFrame, ClientConnection, State, StreamEnded
-from captioner.tts.sink import AudioSink
-from captioner.tts.speaker import (
-    ReplyResult,
-    Speaker,
-    SpeakerState,
-    SpeakerStatus,
-    SpokenReply,
-)
 from captioner.tts.text import split_text
-
-SPEECH_STREAM_PATH = "v1/audio/speech/stream"  # SageMaker model invocation path: no leading /
 
 __all__ = [
     "LANGUAGES",
     "MAX_TEXT_BYTES",
     "SAMPLE_RATE",
-    "SPEECH_STREAM_PATH",
     "VOICES",
     "AudioChunk",
     "AudioDone",
-    "AudioSink",
     "AudioStart",
     "BadFrame",
     "ClientConnection",
     "EndpointUnavailable",
     "Error",
-    "EspeakVoice",
     "GenerationFailed",
     "IdleTimeout",
     "InputDone",
     "InputText",
     "InvalidRequest",
     "InvalidState",
-    "LocalVoice",
     "LocalVoiceError",
     "ProtocolError",
-    "ReplyResult",
     "SessionClose",
     "SessionConfig",
     "SessionDone",
-    "SpdSayVoice",
-    "Speaker",
-    "SpeakerState",
-    "SpeakerStatus",
     "SpeechFailure",
-    "SpokenReply",
     "State",
     "StreamBroken",
     "StreamEnded",
@@ -87,6 +73,5 @@ __all__ = [
     "decode_client_event",
     "decode_server_event",
     "encode",
-    "find_local_voice",
     "split_text",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -169,3 +171,13 @@ def test_split_text_is_lossless_and_within_the_limit(text: str, limit: int) -> N
 def test_split_text_prefers_sentence_then_word_boundaries() -> None:
     assert split_text("One two. Three four five.", 15) == ["One two. ", "Three four ", "five."]
     assert split_text("abcdefghij", 4) == ["abcd", "efgh", "ij"]
+
+
+def test_the_protocol_core_imports_no_io() -> None:
+    code = ("import sys, captioner.tts, captioner.tts.protocol, captioner.tts.events; "
+            "io = {'asyncio', 'socket', 'websockets', 'PySide6', 'sounddevice'}; "
+            "bad = io & set(sys.modules); "
+            "print(sorted(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"
