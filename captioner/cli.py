@@ -19,6 +19,7 @@ COMMANDS = (
     "transcribe",
     "serve",
     "endpoint",
+    "say",
 )
 
 
