@@ -1,0 +1,70 @@
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from captioner.realtime.captions import CaptionLine
+from captioner.transcript.exports import (
+    MAX_CHARS,
+    MIN_MS,
+    ExportError,
+    build_cues,
+    export,
+    timestamp,
+    wrap,
+)
+from tests.transcript.lines import LINES
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.mark.parametrize("fmt", ["srt", "vtt", "txt"])
+def test_export_matches_golden_file_byte_for_byte(tmp_path, fmt):
+    out = export(LINES, fmt, tmp_path / f"out.{fmt}")
+    assert out.read_bytes() == (GOLDEN / f"meeting.{fmt}").read_bytes()
+
+
+def test_timestamps_use_comma_for_srt_and_dot_for_vtt():
+    assert timestamp(3_723_004) == "01:02:03,004"
+    assert timestamp(3_723_004, ".") == "01:02:03.004"
+
+
+def test_wrap_never_exceeds_the_width_and_keeps_every_word():
+    text = "a" * 50 + " short words here " + "b" * 10
+    rows = wrap(text, 42)
+    assert all(len(r) <= 42 for r in rows)
+    assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+
+
+def test_unknown_format_and_unwritable_path_are_readable_errors(tmp_path):
+    with pytest.raises(ExportError, match="Unknown export format"):
+        export(LINES, "docx", tmp_path / "x.docx")
+    with pytest.raises(ExportError, match="Could not write"):
+        export(LINES, "srt", tmp_path / "missing-folder" / "x.srt")
+
+
+words = st.text(alphabet="abcdefghij", min_size=1, max_size=60)
+lines_strategy = st.lists(
+    st.tuples(st.lists(words, min_size=1, max_size=30), st.floats(0, 5000), st.floats(0, 30)),
+    max_size=30,
+)
+
+
+@given(lines_strategy)
+def test_cues_never_overlap_last_long_enough_and_fit_two_short_rows(spec):
+    lines, t = [], 0.0
+    for ws, gap, duration in sorted(spec, key=lambda s: s[1]):
+        t = max(t, gap)
+        lines.append(CaptionLine(" ".join(ws), t, t + duration))
+    cues = build_cues(lines)
+    for i, cue in enumerate(cues):
+        assert cue.index == i + 1
+        assert cue.end_ms - cue.start_ms >= MIN_MS
+        rows = cue.text.split("\n")
+        assert 1 <= len(rows) <= 2 and all(len(r) <= MAX_CHARS for r in rows)
+        if i:
+            assert cues[i - 1].end_ms <= cue.start_ms
+    assert " ".join(c.text.replace("\n", " ") for c in cues).split() == \
+        " ".join(line.text for line in lines).split() or any(len(w) > MAX_CHARS for s in spec
+                                                             for w in s[0])

@@ -1,0 +1,133 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.transcript.journal import (
+    Journal,
+    JournalError,
+    journal_files,
+    mark_recovered,
+    read_journal,
+    unfinished_journals,
+)
+
+WRITER = """
+import sys, itertools
+from captioner.realtime.captions import CaptionLine
+from captioner.transcript.journal import Journal
+journal = Journal.create(sys.argv[1], source="system")
+print(journal.path, flush=True)
+for i in itertools.count():
+    journal.append(CaptionLine(f"line number {i}", i * 1.0, i + 0.5))
+    print(i, flush=True)
+"""
+
+
+def test_round_trip_with_end_marker(tmp_path):
+    journal = Journal.create(tmp_path, source="mic", endpoint="On this computer")
+    lines = [CaptionLine("Hello “world”.", 0.0, 1.25),
+             CaptionLine("[3 s of audio not transcribed]", 1.5, 4.5, kind=LineKind.GAP),
+             CaptionLine("typed reply", 5.0, 5.0, kind=LineKind.TYPED)]
+    for line in lines:
+        journal.append(line)
+    journal.close()
+    contents = read_journal(journal.path)
+    assert contents.lines == lines
+    assert contents.finished and contents.skipped == 0
+    assert contents.header["source"] == "mic"
+    assert unfinished_journals(tmp_path) == []
+
+
+def test_killed_writer_leaves_a_recoverable_journal(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    path = Path(proc.stdout.readline().strip())
+    acknowledged = -1
+    while acknowledged < 40:
+        acknowledged = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    proc.stdout.close()
+
+    found = unfinished_journals(tmp_path)
+    assert [c.path for c in found] == [path]
+    texts = [line.text for line in found[0].lines]
+    # every line the writer confirmed is on disk, in order, none twice
+    assert len(texts) >= acknowledged + 1
+    assert texts == [f"line number {i}" for i in range(len(texts))]
+
+    mark_recovered(path)
+    assert read_journal(path).finished
+    assert unfinished_journals(tmp_path) == []
+
+
+def test_torn_last_line_is_ignored_and_recovery_still_works(tmp_path):
+    journal = Journal.create(tmp_path)
+    journal.append(CaptionLine("whole line", 0, 1))
+    path = journal.path
+    with open(path, "ab") as f:  # power loss in the middle of the next record
+        f.write(b'{"type": "line", "text": "half a li')
+    contents = read_journal(path)
+    assert [line.text for line in contents.lines] == ["whole line"]
+    assert contents.skipped == 1 and not contents.finished
+
+    mark_recovered(path)
+    again = read_journal(path)
+    assert again.finished and [line.text for line in again.lines] == ["whole line"]
+    last = path.read_bytes().splitlines()[-1]
+    assert json.loads(last)["recovered"] is True
+
+
+def test_garbage_and_unknown_records_never_crash(tmp_path):
+    path = tmp_path / "captions-20260101-000000-1.jsonl"
+    path.write_bytes(b'\xff\xfe not json\n{"type": "line"}\n[1, 2]\n{"type": "mystery"}\n'
+                     b'{"type": "line", "text": "ok", "start": 1, "end": 2, "kind": "speech"}\n')
+    contents = read_journal(path)
+    assert [line.text for line in contents.lines] == ["ok"]
+    assert contents.skipped == 4
+    assert journal_files(tmp_path) == [path]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_full_disk_is_a_readable_error():
+    with pytest.raises(JournalError, match="full"):
+        Journal(Path("/dev/full"))
+
+
+def test_lines_kept_after_a_failed_write_are_written_later(tmp_path):
+    journal = Journal.create(tmp_path)
+    real = journal._file
+
+    class FullOnce:
+        """The disk is full for one write (the only fake: the kernel's ENOSPC)."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def write(self, text):
+            self.calls += 1
+            raise OSError(28, "No space left on device")
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    journal._file = FullOnce()
+    with pytest.raises(JournalError, match="full"):
+        journal.append(CaptionLine("first", 0, 1))
+    journal.append(CaptionLine("second", 1, 2))  # _reset_buffer reopened the real file
+    journal.close()
+    assert [line.text for line in read_journal(journal.path).lines] == ["first", "second"]
+
+
+def test_unwritable_folder_is_a_readable_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(JournalError):
+        Journal.create(blocker / "sub")
