@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -11,7 +12,9 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -76,9 +79,10 @@ class Entrypoint:
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-            self.lines.put(line)
+        with self.proc.stderr:
+            for line in self.proc.stderr:
+                self.stderr.append(line)
+                self.lines.put(line)
 
     def wait_for_line(self, text: str) -> str:
         while True:
@@ -232,32 +236,35 @@ def control():
     sock.close()
 
 
-def running(entrypoint, control) -> tuple[Entrypoint, socket.socket]:
+@contextlib.contextmanager
+def running(entrypoint, control) -> Iterator[tuple[Entrypoint, TextIO]]:
+    """A started entrypoint whose (fake) bridge has reported in; yields its control line."""
     ep = entrypoint(SM_VLLM_MODEL=VOXTRAL, FAKE_BRIDGE_CONTROL=str(control.getsockname()[1]))
     ep.start()
     conn, _ = control.accept()
     conn.settimeout(WAIT)
-    hello = json.loads(conn.makefile().readline())
-    assert hello["BRIDGE_BACKEND_URL"] == f"ws://127.0.0.1:{ep.port}/v1/realtime"
-    return ep, conn
+    with conn, conn.makefile() as lines:
+        hello = json.loads(lines.readline())
+        assert hello["BRIDGE_BACKEND_URL"] == f"ws://127.0.0.1:{ep.port}/v1/realtime"
+        yield ep, lines
 
 
 def test_vllm_death_after_startup_stops_bridge_and_exits_nonzero(entrypoint, control):
-    ep, conn = running(entrypoint, control)
-    urllib.request.urlopen(f"http://127.0.0.1:{ep.port}/die", timeout=WAIT).close()
+    with running(entrypoint, control) as (ep, bridge):
+        urllib.request.urlopen(f"http://127.0.0.1:{ep.port}/die", timeout=WAIT).close()
 
-    assert ep.wait() == 5
-    assert conn.makefile().readline() == "term\n"
+        assert ep.wait() == 5
+        assert bridge.readline() == "term\n"
     assert "vLLM exited (status 5); stopping the bridge" in ep.log
 
 
 def test_sigterm_is_forwarded_to_both_children(entrypoint, control):
-    ep, conn = running(entrypoint, control)
-    assert ep.proc is not None
-    ep.proc.send_signal(signal.SIGTERM)
+    with running(entrypoint, control) as (ep, bridge):
+        assert ep.proc is not None
+        ep.proc.send_signal(signal.SIGTERM)
 
-    assert ep.wait() == 143
-    assert conn.makefile().readline() == "term\n"
+        assert ep.wait() == 143
+        assert bridge.readline() == "term\n"
     assert gone(ep.vllm["pid"])
     assert "received SIGTERM" in ep.log
 
