@@ -1,0 +1,134 @@
+"""Each QAction of the tray menu, triggered, with its effect on a real app instance
+(real overlay, real caption session against the local Realtime server)."""
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+
+from captioner.audio.errors import DeviceNotFound
+from captioner.audio.files import FileSource
+from captioner.ui.app import CaptionerApp
+from captioner.ui.tray import Tray, state_icon
+from tests.ui.conftest import WORDS, run_async, wait_until
+
+
+def build(store, realtime_server, wav: Path, **kw):
+    store.settings.recognition.endpoint = realtime_server.url
+    store.settings.recognition.model = "test-model"
+    store.settings.audio.chunk_bytes = 2048
+    return CaptionerApp(store, source_factory=lambda audio: FileSource(
+        wav, chunk_bytes=2048, realtime=True), **kw)
+
+
+def test_start_stop_action_runs_captions_into_overlay_history_and_journal(
+        qapp, store, realtime_server, tone_wav):
+    async def scenario():
+        app = build(store, realtime_server, tone_wav, tray_available=False)
+        app.start()  # checks the start/stop action
+        assert app.actions.start_stop.isChecked() and app.controller.running
+        await wait_until(lambda: all(w in " ".join(line.text for line in app.controller.lines)
+                                     for w in WORDS), 20, "all words finalized")
+        await wait_until(lambda: not app.controller.running, 15, "the file to end")
+        assert not app.actions.start_stop.isChecked()
+        shown = " ".join(line.text for line in app.history.sessions["current"].lines)
+        assert all(w in shown for w in WORDS)
+        journal = app.history.current_journal
+        assert journal is not None and journal.exists()
+        assert "foxtrot" in journal.read_text()
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+
+
+def test_each_menu_action_has_its_effect(qapp, store, realtime_server, tone_wav):
+    async def scenario():
+        app = build(store, realtime_server, tone_wav, tray_available=False)
+        app.start()
+        a, o = app.actions, app.overlay
+        quits = []
+        app.quit_requested.connect(lambda: quits.append(1))
+
+        a.start_stop.trigger()  # stop
+        await wait_until(lambda: not app.controller.running, 15, "stop")
+        a.start_stop.trigger()  # start again
+        assert app.controller.running
+        a.start_stop.trigger()
+        await wait_until(lambda: not app.controller.running, 15, "stop")
+
+        a.show_overlay.trigger()
+        assert not o.isVisible()
+        a.show_overlay.trigger()
+        assert o.isVisible()
+
+        a.click_through.trigger()
+        assert o.windowFlags() & Qt.WindowType.WindowTransparentForInput
+        a.click_through.trigger()
+        assert not o.windowFlags() & Qt.WindowType.WindowTransparentForInput
+
+        size = store.settings.appearance.font_size
+        a.font_bigger.trigger()
+        assert store.settings.appearance.font_size == size + 2
+        a.font_smaller.trigger()
+        assert store.settings.appearance.font_size == size
+
+        a.history.trigger()
+        assert app.history.isVisible()
+        a.settings.trigger()
+        assert app.settings_dialog is not None and app.settings_dialog.isVisible()
+        a.quit.trigger()
+        assert quits == [1]
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+
+
+def test_failure_is_persistent_with_reason_and_retry_restarts(qapp, store, realtime_server,
+                                                              tone_wav):
+    attempts = []
+
+    def flaky_source(audio):
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise DeviceNotFound("no system-audio device matches 'Speakers'")
+        return FileSource(tone_wav, chunk_bytes=2048, realtime=True)
+
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        app = CaptionerApp(store, source_factory=flaky_source, tray_available=True)
+        app.start()
+        await wait_until(lambda: app.controller.current.failed, 5, "the failure")
+        assert "Speakers" in app.overlay.strip.state_label.text()
+        assert app.tray.state == "error" and "Speakers" in app.tray.tooltip()
+        assert app.tray.messages and app.tray.messages[-1][0] == "Captions stopped"
+        assert app.actions.retry.isEnabled()
+        app.actions.retry.trigger()
+        await wait_until(lambda: app.controller.current.state == "listening", 10, "retry")
+        assert not app.actions.retry.isEnabled()
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+
+
+def test_without_a_tray_the_menu_is_on_the_overlay(qapp, store):
+    app = CaptionerApp(store, tray_available=False)
+    assert not app.tray.available and app.tray.icon is None
+    button = app.overlay.strip.menu_button
+    assert not button.isHidden()
+    assert app.actions.settings in button.menu().actions()
+    assert not app.tray.notify("t", "m")  # the caller shows it on the overlay instead
+
+
+def test_tray_state_badge_and_tooltip_lines(qapp, store):
+    app = CaptionerApp(store, tray_available=True)
+    tray = app.tray
+    tray.set_state("listening", "listening")
+    listening = tray.current_icon().pixmap(64).toImage()
+    tray.set_badge("$", "#1565C0")
+    badged = tray.current_icon().pixmap(64).toImage()
+    assert listening != badged
+    tray.set_tooltip_line("endpoint", "Endpoint stt-1: InService, $1.20/h")
+    assert "stt-1" in tray.tooltip() and "listening" in tray.tooltip()
+    tray.set_tooltip_line("endpoint", None)
+    assert "stt-1" not in tray.tooltip()
+    assert state_icon("idle").pixmap(64).toImage() != state_icon("error").pixmap(64).toImage()
+    assert isinstance(Tray(app.actions, available=False).menu.actions(), list)
