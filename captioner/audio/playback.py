@@ -5,7 +5,8 @@ soxr (the server's 24 kHz → the device's rate) on the asyncio side and writes 
 into a preallocated ring buffer; PortAudio's callback only copies from the ring
 (no allocation of sample buffers, no locks, no logging). A small prebuffer
 (jitter buffer) absorbs arrival jitter; when the ring runs dry mid-reply that
-is an underrun: counted, silence played, and the prebuffer refilled.
+is an underrun: counted, silence played, and a prebuffer twice as large (up to
+4×, for the rest of the reply) refilled before playback resumes.
 
 The ring is single-producer/single-consumer: the producer only advances
 ``_written``, the callback only advances ``_read``; each reads the other's
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 import wave
 from collections.abc import Callable
@@ -102,6 +104,7 @@ class PlaybackStats:
     underruns: int  # ring ran dry mid-reply (all replies so far)
     device_underflows: int  # PortAudio reported an output underflow
     first_write_at: float | None  # monotonic time of the reply's first write()
+    ready_at: float | None  # monotonic time the prebuffer filled (or the reply ended)
     first_sample_at: float | None  # monotonic time the callback handed its first sample
     samples_played: int  # at the device rate, this reply
     device_rate: int
@@ -144,6 +147,7 @@ class Player:
         self._written = 0  # producer-owned
         self._read = 0  # callback-owned
         self._prebuffer = 0
+        self._threshold = 0  # prebuffer minus what the resampler holds back (its delay)
         self._playing = False
         self._ended = False  # no more audio for this reply
         self._discard_until = 0  # producer asks the callback to skip audio before this
@@ -158,6 +162,8 @@ class Player:
         self._underruns = 0
         self._device_underflows = 0
         self._first_write_at: float | None = None
+        self._reply_underruns_start = 0
+        self._ready_at: float | None = None
         self._first_sample_at: float | None = None
         self._reply_read_start = 0
 
@@ -171,7 +177,7 @@ class Player:
         self.device = resolve_output_device(self.device_spec)
         self.rate = int(self.device.default_samplerate) or 48_000
         self._ring = np.zeros(max(1, int(self.rate * self.buffer_seconds)), dtype=np.float32)
-        self._prebuffer = int(self.rate * self.prebuffer_ms / 1000)
+        self._prebuffer = self._threshold = int(self.rate * self.prebuffer_ms / 1000)
         try:
             self._stream = sd.OutputStream(
                 samplerate=self.rate,
@@ -220,6 +226,8 @@ class Player:
         self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
                                               quality="HQ")
         self._first_write_at = None
+        self._reply_underruns_start = self._underruns
+        self._ready_at = None
         self._first_sample_at = None
         self._reply_read_start = self._written
         self._drained.clear()
@@ -244,6 +252,10 @@ class Player:
         samples = np.frombuffer(pcm, dtype="<i2", count=len(pcm) // 2).astype(np.float32)
         samples *= 1.0 / 32768.0
         out = self._resampler.resample_chunk(samples)
+        # Adaptive jitter buffer: each underrun in this reply doubles the prebuffer (up to
+        # 4×) before playback resumes. Audio inside soxr's filter counts as buffered.
+        grow = min(self._underruns - self._reply_underruns_start, 2)
+        self._threshold = max(0, (self._prebuffer << grow) - math.ceil(self._resampler.delay()))
         await self._put_async(out)
 
     def finish_reply(self) -> None:
@@ -252,6 +264,8 @@ class Player:
             self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
         self._resampler = None
         self._ended = True
+        if self._ready_at is None:
+            self._ready_at = time.monotonic()
         if self._stream is None:
             self._drained.set()
 
@@ -275,6 +289,7 @@ class Player:
             underruns=self._underruns,
             device_underflows=self._device_underflows,
             first_write_at=self._first_write_at,
+            ready_at=self._ready_at,
             first_sample_at=self._first_sample_at,
             samples_played=self._read - self._reply_read_start,
             device_rate=self.rate,
@@ -312,6 +327,8 @@ class Player:
         self._ring[pos:pos + first] = out[:first]
         self._ring[:n - first] = out[first:n]
         self._written += n
+        if self._ready_at is None and self._written - self._reply_read_start >= self._threshold:
+            self._ready_at = time.monotonic()
 
     # --- consumer side: PortAudio's thread ---------------------------------------
 
@@ -327,7 +344,7 @@ class Player:
             self._read = self._discard_until
             self._playing = False
         avail = self._written - self._read
-        if not self._playing and (avail >= self._prebuffer or (self._ended and avail > 0)):
+        if not self._playing and (avail >= self._threshold or (self._ended and avail > 0)):
             self._playing = True
         n = min(avail, frames) if self._playing else 0
         if n:

@@ -1,0 +1,158 @@
+"""Reply playback: first-byte→device latency and underruns over a long real-time reply.
+
+Runs the real path: Speaker → WebSocket → the local vLLM-Omni-compatible server
+(tests/support/omni_server.py) paced in real time → Player (soxr 24 kHz → the
+device rate, ring buffer, PortAudio callback) → ALSA ``pulse`` → a PulseAudio null
+sink. A private PulseAudio daemon is started for the run (Debian: pulseaudio,
+libasound2-plugins), so nothing on the machine is touched.
+
+Figures:
+- latency: client time from the first PCM byte received (``ReplyResult.first_audio_at``)
+  to the first sample handed to the device (``PlaybackStats.first_sample_at``); split
+  into waiting for the jitter buffer (prebuffer) and the hand-off after it filled.
+  Target ≤ 30 ms for the hand-off; the prebuffer wait is a deliberate setting.
+- baseline in the same run: the same Player fed locally with prebuffer 0 (no network,
+  no speaker): the device's own hand-off time. The speaker's hand-off is shown as a
+  ratio against it.
+- underruns during one long reply (default 60 s) paced at exactly real time
+  (worst case: a real GPU server generates faster). Target 0.
+
+Usage: .venv/bin/python bench/bench_tts.py [--seconds 60] [--replies 10]
+       [--prebuffer-ms 80 150] [--chunk-ms 80]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from captioner.audio.devices import refresh_portaudio
+from captioner.audio.playback import Player
+from captioner.transport.websocket import websocket_connector
+from captioner.tts.events import SessionConfig
+from captioner.tts.speaker import Speaker
+from tests.support.omni_server import OmniBehavior, OmniServer
+from tests.support.pulse import SINK, PulseDaemon
+
+CONFIG = SessionConfig(voice="vivian", language="English")
+SENTENCE = "This is one sentence of a long spoken reply, paced in real time. "
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:7.1f} ms"
+
+
+def summary(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    v = sorted(values)
+    p95 = v[min(len(v) - 1, round(0.95 * (len(v) - 1)))]
+    return f"median {ms(statistics.median(v))}  p95 {ms(p95)}  max {ms(v[-1])}"
+
+
+async def baseline(replies: int) -> list[float]:
+    """Hand-off time of the bare Player: write → first sample to the device."""
+    player = Player("pulse", prebuffer_ms=0)
+    await player.open()
+    tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(4800) / 24_000) * 32767).astype("<i2")
+    out = []
+    try:
+        for _ in range(replies):
+            player.start_reply(24_000)
+            await player.write(tone.tobytes())
+            player.finish_reply()
+            await player.drained()
+            s = player.stats()
+            out.append(s.first_sample_at - s.first_write_at)
+    finally:
+        await player.close()
+    return out
+
+
+async def latency(url: str, replies: int, prebuffer_ms: float) -> tuple[list, list, list]:
+    player = Player("pulse", prebuffer_ms=prebuffer_ms)
+    await player.open()
+    total, wait, handoff = [], [], []
+    try:
+        speaker = Speaker(websocket_connector(url), player, CONFIG)
+        for i in range(replies):
+            result = await speaker.speak(f"Reply number {i}. It is short.")
+            s = player.stats()
+            if result.first_audio_at is None or s.first_sample_at is None:
+                raise RuntimeError(f"reply {i} did not play: {result}")
+            total.append(s.first_sample_at - result.first_audio_at)
+            wait.append(s.ready_at - result.first_audio_at)
+            handoff.append(s.first_sample_at - s.ready_at)
+    finally:
+        await player.close()
+    return total, wait, handoff
+
+
+async def long_reply(url: str, seconds: float, prebuffer_ms: float) -> tuple[int, int, float]:
+    player = Player("pulse", prebuffer_ms=prebuffer_ms)
+    await player.open()
+    try:
+        speaker = Speaker(websocket_connector(url), player, CONFIG)
+        text = SENTENCE * max(1, round(seconds / (len(SENTENCE) * 0.03)))
+        start = time.monotonic()
+        result = await speaker.speak(text)
+        elapsed = time.monotonic() - start
+        if not result.completed:
+            raise RuntimeError(f"the long reply failed: {result.error}")
+        s = player.stats()
+        return s.underruns, s.device_underflows, elapsed
+    finally:
+        await player.close()
+
+
+async def main(args: argparse.Namespace) -> None:
+    behavior = OmniBehavior(realtime_factor=1.0, chunk_ms=args.chunk_ms, seconds_per_char=0.03)
+    async with OmniServer(behavior) as server:
+        base = await baseline(args.replies)
+        print(f"baseline Player hand-off (prebuffer 0, no network): {summary(base)}")
+        for prebuffer in args.prebuffer_ms:
+            total, wait, handoff = await latency(server.url, args.replies, prebuffer)
+            ratio = statistics.median(handoff) / max(statistics.median(base), 1e-6)
+            print(f"\nprebuffer {prebuffer:g} ms, server chunks of {args.chunk_ms:g} ms at 1.0x:")
+            print(f"  first PCM byte → device : {summary(total)}")
+            print(f"    waiting for prebuffer : {summary(wait)}")
+            print(f"    hand-off after it     : {summary(handoff)}  "
+                  f"({ratio:.2f}× baseline; target ≤ 30 ms)")
+        for prebuffer in args.prebuffer_ms:
+            under, xruns, elapsed = await long_reply(server.url, args.seconds, prebuffer)
+            print(f"\n{args.seconds:g} s reply at 1.0x, prebuffer {prebuffer:g} ms: "
+                  f"underruns {under} (target 0), device underflows {xruns}, "
+                  f"took {elapsed:.1f} s")
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--replies", type=int, default=10)
+    parser.add_argument("--prebuffer-ms", type=float, nargs="+", default=[80.0, 150.0])
+    parser.add_argument("--chunk-ms", type=float, default=80.0)
+    args = parser.parse_args()
+    daemon = PulseDaemon()
+    daemon.start()
+    try:
+        daemon.add_null_sink(SINK, "Captioner bench sink")
+        daemon.pactl("set-default-sink", SINK)
+        os.environ["PULSE_SERVER"] = daemon.server
+        refresh_portaudio()
+        print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+        asyncio.run(main(args))
+    finally:
+        daemon.stop()
+
+
+if __name__ == "__main__":
+    cli()
