@@ -2,12 +2,14 @@
 
 Threading: PortAudio calls :meth:`_Source.on_block` on its own thread. That
 callback never blocks and allocates nothing per block: it copies the frames
-into a preallocated single-producer/single-consumer ring and, if no wake-up is
-pending, schedules one on the asyncio loop with ``call_soon_threadsafe``. A full
-ring drops the block and counts it (``dropped_frames``); the loop side logs the
-count, so an overflow is never silent. Everything else (downmix, soxr,
-mixing, PCM16, chunking) runs on the loop, where it costs a few µs per block
-(see bench/bench_pipeline.py).
+into a preallocated single-producer/single-consumer ring and schedules a
+wake-up on the asyncio loop with ``call_soon_threadsafe`` once the ring holds
+enough audio to complete the next chunk (``wake_at``, set by the loop after each
+drain). Waking the loop per PortAudio block (~10 ms) would cost far more CPU
+and gain no latency, since nothing leaves before a chunk is full. A full ring
+drops the block and counts it (``dropped_frames``); the loop side logs the
+count, so an overflow is never silent. Everything else (downmix, soxr, mixing,
+PCM16, chunking) runs on the loop, once per chunk (see bench/bench_pipeline.py).
 
 ``both`` resamples each source on its own and mixes them in the 16 kHz domain,
 aligned by sample count. If one source lags more than ``max_lag_seconds``
@@ -44,6 +46,7 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["mic", "system", "both"]
 LEVEL_FLOOR_DBFS = -100.0
+WAKE_MARGIN = 256  # 16 kHz samples beyond the next chunk before the loop is woken
 _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one source
 
 
@@ -151,8 +154,11 @@ class _Source:
         self.resampler: Resampler | None = None
         self.rate = 0.0
         self.fifo = SampleFifo()
+        # single-source capture: samples go straight to PCM16 (gain applied there)
+        self.direct: Callable[[np.ndarray, float], None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.wake_pending = False
+        self.wake_at = 0  # ring frame count at which the callback wakes the loop
         self.open = False
         self.last_block = 0.0
         # written by the audio thread only
@@ -172,9 +178,11 @@ class _Source:
             if overflowed:
                 self.device_overflows += 1
             ring = self.ring
-            if ring is None or not ring.write(block):
+            full = ring is None or not ring.write(block)
+            if full:
                 self.dropped_frames += block.shape[0]
-            if not self.wake_pending and self.loop is not None:
+            if (not self.wake_pending and self.loop is not None
+                    and (full or ring.written >= self.wake_at)):  # type: ignore[union-attr]
                 self.wake_pending = True
                 self.loop.call_soon_threadsafe(self.pump, self)
         except Exception:  # an exception must not escape into PortAudio
@@ -193,6 +201,9 @@ class _Source:
 
     def push16(self, samples: np.ndarray) -> None:
         if samples.shape[0]:
+            if self.direct is not None:
+                self.direct(samples, self.gain)
+                return
             if self.gain != 1.0:
                 samples = samples * np.float32(self.gain)
             self.fifo.push(samples)
@@ -247,6 +258,8 @@ class AudioCapture:
                     self._pump)
             for role, dev, gain in roles
         ]
+        if len(self._sources) == 1:
+            self._sources[0].direct = self._emit_samples
         self.mode = mode
         self.chunk_bytes = chunk_bytes
         self._chunker = Chunker(chunk_bytes)
@@ -264,6 +277,7 @@ class AudioCapture:
         self._ready: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watchdog: asyncio.TimerHandle | None = None
+        self._closer: asyncio.Task[None] | None = None
         self.dropped_chunks = 0
         self.level_dbfs = LEVEL_FLOOR_DBFS  # RMS of the latest chunk, for the level meter
 
@@ -348,7 +362,12 @@ class AudioCapture:
 
     async def stop(self) -> None:
         """Stop the streams, deliver what they captured (the last chunk may be short),
-        and end :meth:`chunks`. Idempotent."""
+        and end :meth:`chunks`. Idempotent; after a failure it only releases the devices."""
+        if self._state is State.FAILED:  # streams may still be closing after the failure
+            if self._closer is not None:
+                await self._closer
+            await self._close_streams()
+            return
         if self._state is not State.RUNNING:
             return
         self._state = State.STOPPED
@@ -400,6 +419,19 @@ class AudioCapture:
         src.drain()
         self._report_drops(src)
         self._mix(final=False)
+        self._rearm(src)
+
+    def _rearm(self, src: _Source) -> None:
+        """Tell the callback how many more input frames complete the next chunk."""
+        ring = src.ring
+        if ring is None or not src.rate:
+            return
+        missing = (self.chunk_bytes - self._chunker.pending) // 2 - len(src.fifo)
+        # soxr emits in lumps of ~490 samples; asking for a little more than the chunk
+        # needs saves a second wake-up per chunk that would find the lump not yet out.
+        missing = max(missing, 1) + WAKE_MARGIN
+        frames = math.ceil(missing * src.rate / TARGET_RATE)
+        src.wake_at = ring.read + min(frames, ring.capacity // 2)
 
     def _mix(self, final: bool) -> None:
         sources = self._sources
@@ -426,8 +458,8 @@ class AudioCapture:
                 self._emit_samples(lead.fifo.peek(excess))
                 lead.fifo.discard(excess)
 
-    def _emit_samples(self, samples: np.ndarray) -> None:
-        self._emit_many(self._chunker.feed(to_pcm16(samples)))
+    def _emit_samples(self, samples: np.ndarray, gain: float = 1.0) -> None:
+        self._emit_many(self._chunker.feed(to_pcm16(samples, gain)))
 
     def _emit_many(self, chunks: list[bytes]) -> None:
         for chunk in chunks:
@@ -483,7 +515,7 @@ class AudioCapture:
         if self._watchdog is not None:
             self._watchdog.cancel()
         assert self._loop is not None
-        self._loop.create_task(self._close_streams())
+        self._closer = self._loop.create_task(self._close_streams())
         self._set_ready()
 
     def _arm_watchdog(self) -> None:

@@ -72,9 +72,9 @@ class Resampler:
         return out
 
 
-def to_pcm16(samples: np.ndarray) -> bytes:
-    """float32 in [-1, 1] → little-endian PCM16 bytes; values outside are clipped."""
-    scaled = np.multiply(samples, np.float32(_PCM16_SCALE), dtype=np.float32)
+def to_pcm16(samples: np.ndarray, gain: float = 1.0) -> bytes:
+    """float32 in [-1, 1] (times ``gain``) → little-endian PCM16 bytes, clipped."""
+    scaled = np.multiply(samples, np.float32(_PCM16_SCALE * gain), dtype=np.float32)
     np.clip(scaled, -32768.0, 32767.0, out=scaled)
     np.rint(scaled, out=scaled)
     return scaled.astype("<i2").tobytes()
