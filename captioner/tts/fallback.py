@@ -143,11 +143,14 @@ async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink) -> Non
         raise LocalVoiceError("espeak-ng output is not WAV")
     rate = 22_050
     while True:
-        chunk = await stream.readexactly(8)
-        kind, size = chunk[:4], struct.unpack("<I", chunk[4:])[0]
-        if kind == b"data":
-            break
-        body = await stream.readexactly(size + (size & 1))
+        try:
+            chunk = await stream.readexactly(8)
+            kind, size = chunk[:4], struct.unpack("<I", chunk[4:])[0]
+            if kind == b"data":
+                break
+            body = await stream.readexactly(size + (size & 1))
+        except asyncio.IncompleteReadError as exc:
+            raise LocalVoiceError("espeak-ng output ended inside the WAV header") from exc
         if kind == b"fmt ":
             channels, rate, bits = (struct.unpack("<H", body[2:4])[0],
                                     struct.unpack("<I", body[4:8])[0],

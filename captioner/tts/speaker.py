@@ -240,7 +240,8 @@ class Speaker:
                 self.sink.finish_reply()
                 await self.sink.drained()
             rest = progress.rest()
-            result = await self._speak_local(text, rest, exc, str(exc)) if rest else None
+            result = (await self._speak_local(text, rest, exc, str(exc),
+                                              announce=not stats.started) if rest else None)
             if result is not None:
                 return ReplyResult(text, result.via, result.completed, error=exc,
                                    sentences=stats.sentences, pcm_bytes=stats.pcm_bytes,
@@ -256,7 +257,11 @@ class Speaker:
                            pcm_bytes=stats.pcm_bytes, first_audio_at=stats.first_audio_at)
 
     async def _speak_local(self, text: str, rest: str, error: TtsError | None,
-                           reason: str) -> ReplyResult:
+                           reason: str, *, announce: bool = True) -> ReplyResult:
+        """Speak ``rest`` (all or the unspoken end of ``text``) with the local voice.
+
+        ``announce``: report it through ``on_spoken`` (not when the endpoint already
+        reported this reply)."""
         voice = self.local_voice
         if voice is None:
             failure = error or LocalVoiceError("No voice endpoint is set up and this computer "
@@ -267,7 +272,8 @@ class Speaker:
             return ReplyResult(text, "none", completed=False, error=failure)
         self._set(SpeakerState.SPEAKING, f"{reason}. Speaking with the computer's voice "
                   f"({voice.name}).", error, local_voice=True)
-        self._spoken(SpokenReply(rest, "local"))
+        if announce:
+            self._spoken(SpokenReply(rest, "local"))
         try:
             await voice.say(rest)
         except LocalVoiceError as exc:

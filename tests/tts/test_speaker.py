@@ -219,6 +219,7 @@ def test_generation_error_mid_reply_hands_the_rest_to_the_local_voice(
     assert error.message == ("The voice service failed on sentence 2: "
                              "generation failed for sentence 1")
     assert sink.bytes_written > 0  # the first sentence (and half the second) played
+    assert observed.spoken == [SpokenReply(THREE, "endpoint")]  # one transcript entry
 
 
 def test_idle_server_times_out_and_the_rest_is_spoken_locally(
