@@ -55,14 +55,10 @@ class SingleInstance(QObject):
         return True
 
     def _on_connection(self) -> None:
+        """Any connection is a second launch: come to the front, then hang up."""
         assert self.server is not None
         while (conn := self.server.nextPendingConnection()) is not None:
-            conn.readyRead.connect(lambda c=conn: self._on_ready(c))
-            conn.disconnected.connect(conn.deleteLater)
-
-    def _on_ready(self, conn: QLocalSocket) -> None:
-        data = bytes(conn.readAll().data())
-        if b"activate" in data:
+            conn.abort()
             self.activated.emit()
 
     def close(self) -> None:

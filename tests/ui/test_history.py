@@ -1,0 +1,72 @@
+from pathlib import Path
+
+from PySide6.QtGui import QGuiApplication
+
+from captioner.transcript.journal import Journal, read_journal
+from captioner.ui.app import CaptionerApp
+from captioner.ui.history import HistoryWindow
+from tests.transcript.lines import LINES
+
+GOLDEN = Path(__file__).parents[1] / "transcript" / "golden"
+
+
+def filled(qtbot, tmp_path):
+    window = HistoryWindow(tmp_path / "transcripts")
+    qtbot.addWidget(window)
+    for line in LINES:
+        window.append_line(line)
+    return window
+
+
+def test_search_filters_case_insensitively_and_counts(qtbot, tmp_path):
+    window = filled(qtbot, tmp_path)
+    assert window.lines.count() == len(LINES)
+    window.set_query("CUE")
+    assert [line.text for line in window.shown_lines()] == [LINES[1].text]
+    assert window.lines.item(0).text().startswith("[00:00:03] This is a much longer")
+    assert window.count_label.text() == f"1 of {len(LINES)}"
+    window.set_query("")
+    assert window.lines.count() == len(LINES)
+
+
+def test_copy_puts_the_shown_lines_with_timestamps_on_the_clipboard(qtbot, tmp_path):
+    window = filled(qtbot, tmp_path)
+    window.set_query("hour")
+    assert window.copy() == "[01:00:00] One hour later."
+    assert QGuiApplication.clipboard().text() == "[01:00:00] One hour later."
+
+
+def test_export_writes_the_whole_session_not_only_search_hits(qtbot, tmp_path):
+    window = filled(qtbot, tmp_path)
+    window.set_query("Yes")
+    for fmt in ("srt", "vtt", "txt"):
+        target = tmp_path / f"out.{fmt}"
+        with qtbot.waitSignal(window.exported):
+            assert window.export_to(target, fmt)
+        assert target.read_bytes() == (GOLDEN / f"meeting.{fmt}").read_bytes()
+    assert not window.export_to(tmp_path / "nowhere" / "x.srt", "srt")
+    assert "Could not write" in window.status_label.text()
+
+
+def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path):
+    folder = Path(store.settings.transcript.folder)
+    crashed = Journal.create(folder, source="system")
+    for line in LINES[:3]:
+        crashed.append(line)
+    crashed._file.close()  # the process died: no end marker
+    with open(crashed.path, "ab") as f:
+        f.write(b'{"type": "line", "te')  # and a torn last line
+
+    app = CaptionerApp(store, tray_available=False)
+    assert app.recover_journals() == [crashed.path]
+    key = str(crashed.path)
+    assert app.history.sessions[key].title.startswith("Recovered:")
+    app.history.select_session(key)
+    assert [line.text for line in app.history.shown_lines()] == [line.text for line in LINES[:3]]
+    assert "Recovered 1 unfinished transcript" in app.overlay.strip.notice_label.text()
+    assert read_journal(crashed.path).finished
+
+    second = CaptionerApp(store, tray_available=False)
+    assert second.recover_journals() == []
+    second.history.select_session(key)  # still listed as a past session
+    assert len(second.history.shown_lines()) == 3

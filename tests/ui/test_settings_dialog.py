@@ -1,0 +1,149 @@
+import json
+
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractSpinBox,
+    QComboBox,
+    QLineEdit,
+    QPlainTextEdit,
+    QSlider,
+)
+
+from captioner import settings as settings_io
+from captioner.audio.devices import AudioDevice
+from captioner.ui.settings.dialog import SettingsDialog
+from captioner.ui.settings_store import SettingsStore
+
+DEVICES = [AudioDevice(1000, "Built-in mic", "mic", 1, 48000.0, is_default=True),
+           AudioDevice(1001, "Monitor of Speakers", "system", 2, 48000.0, is_default=True)]
+
+
+class MemoryKeys:
+    """Stands in for the OS keyring (the edge of the system)."""
+
+    def __init__(self):
+        self.stored = None
+
+    def store(self, access_key_id, secret_access_key):
+        self.stored = (access_key_id, secret_access_key)
+
+    def has_keys(self):
+        return self.stored is not None
+
+
+def make(qtbot, store, keys=None):
+    dialog = SettingsDialog(store, devices=lambda: DEVICES, keys=keys or MemoryKeys())
+    qtbot.addWidget(dialog)
+    return dialog
+
+
+def test_bad_websocket_url_is_explained_inline_and_nothing_changes(qtbot, store):
+    dialog = make(qtbot, store)
+    page = dialog.recognition
+    page.websocket.setChecked(True)
+    page.url.setText("http://example.com/v1/realtime")
+    assert not dialog.apply()
+    assert "ws:// or wss://" in page.error_text("url")
+    assert dialog.tabs.currentWidget() is page
+    assert store.settings.recognition.endpoint == "embedded"
+    page.url.setText("wss://asr.example.com/v1/realtime")
+    assert dialog.apply()
+    assert page.error_text("url") == ""
+    assert store.settings.recognition.endpoint == "wss://asr.example.com/v1/realtime"
+
+
+def test_sagemaker_name_region_and_keys_are_validated(qtbot, store):
+    keys = MemoryKeys()
+    dialog = make(qtbot, store, keys)
+    page = dialog.recognition
+    page.sagemaker.setChecked(True)
+    page.endpoint_name.setText("my_endpoint")
+    page.region.setText("Frankfurt")
+    page.use_keys.setChecked(True)
+    page.key_id.setText("AKIAEXAMPLE")
+    assert not dialog.apply()
+    assert "letters, digits and hyphens" in page.error_text("endpoint_name")
+    assert "not an AWS region" in page.error_text("region")
+    assert "both" in page.error_text("key_id")
+    assert "3 settings need fixing" in dialog.summary.text()
+
+    page.endpoint_name.setText("voxtral-stt")
+    page.region.setText("eu-central-1")
+    page.key_id.setText("AKIAIOSFODNN7EXAMPLE")
+    page.secret.setText("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    assert dialog.apply()
+    assert keys.stored == ("AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY")
+    s = store.settings
+    assert s.recognition.endpoint == "sagemaker://voxtral-stt?region=eu-central-1"
+    assert s.aws.use_keyring and s.aws.region == "eu-central-1"
+    assert page.secret.text() == ""
+    text = settings_io.settings_path().read_text()
+    assert "wJalrXUtnFEMI" not in text and "AKIAIOSFODNN7" not in text
+
+
+def test_round_trip_through_the_settings_file(qtbot, store, config_dir):
+    dialog = make(qtbot, store)
+    dialog.audio.source.setCurrentIndex(dialog.audio.source.findData("both"))
+    dialog.audio.mic_device.setCurrentIndex(dialog.audio.mic_device.findData("Built-in mic"))
+    dialog.audio.latency.setCurrentIndex(dialog.audio.latency.findData(2048))
+    dialog.appearance.preset.setCurrentIndex(dialog.appearance.preset.findData("black-on-white"))
+    dialog.appearance.font_size.setValue(40)
+    dialog.appearance.line_count.setValue(3)
+    dialog.alerts.words.setPlainText("Ann\nquestion")
+    changed = []
+    store.changed.connect(changed.append)
+    assert dialog.apply()
+    assert changed and {"audio", "appearance", "alert_words"} <= set(changed[0])
+    saved = json.loads((config_dir / "settings.json").read_text())
+    assert saved["audio"]["source"] == "both" and saved["audio"]["chunk_bytes"] == 2048
+    loaded = settings_io.load()
+    assert loaded == store.settings
+    assert loaded.audio.mic_device == "Built-in mic"
+    assert loaded.appearance.preset == "black-on-white" and loaded.appearance.font_size == 40
+    assert loaded.alert_words == ["Ann", "question"]
+    again = make(qtbot, SettingsStore(loaded))
+    assert again.appearance.font_size.value() == 40
+    assert again.audio.source.currentData() == "both"
+
+
+def test_custom_colour_folder_and_shortcut_conflicts(qtbot, store, tmp_path):
+    dialog = make(qtbot, store)
+    ap = dialog.appearance
+    ap.preset.setCurrentIndex(ap.preset.findData("custom"))
+    ap.text_color.setText("not-a-colour")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    dialog.transcript.folder.setText(str(blocker))
+    dialog.shortcuts.edits["font_bigger"].setKeySequence(
+        dialog.shortcuts.edits["start_stop"].keySequence())
+    assert not dialog.apply()
+    assert "is not a colour" in ap.error_text("text_color")
+    assert "is a file, not a folder" in dialog.transcript.error_text("folder")
+    assert "already used" in dialog.shortcuts.error_text("font_bigger")
+
+
+def test_appearance_preview_follows_the_controls(qtbot, store):
+    dialog = make(qtbot, store)
+    ap = dialog.appearance
+    ap.preset.setCurrentIndex(ap.preset.findData("white-on-black"))
+    assert ap.preview.text_color.name() == "#ffffff"
+    ap.font_size.setValue(50)
+    assert ap.preview.font_final.pointSize() == 50
+    assert store.settings.appearance.font_size != 50  # only applied on Apply
+
+
+def test_every_control_has_an_accessible_name_and_endpoints_tab_is_reserved(qtbot, store):
+    dialog = make(qtbot, store)
+    kinds = (QAbstractButton, QAbstractSpinBox, QComboBox, QLineEdit, QPlainTextEdit, QSlider)
+    controls = [w for kind in kinds for w in dialog.findChildren(kind)]
+    unnamed = [w for w in controls
+               if not w.accessibleName() and w.parent() is not None
+               # Qt's own sub-widgets (clear buttons in line edits, the spin box's edit)
+               and type(w.parent()).__name__ not in ("QFontComboBox", "QKeySequenceEdit",
+                                                     "QSpinBox", "QDoubleSpinBox", "QLineEdit")
+               and w.objectName() not in ("qt_spinbox_lineedit",)]
+    assert len(controls) > 30
+    assert [(type(w).__name__, w.text() if hasattr(w, "text") else "") for w in unnamed] == []
+    titles = [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())]
+    assert "&Endpoints" in titles
+
