@@ -35,7 +35,7 @@ class WebSocketTransport:
     async def connect(cls, url: str, *, open_timeout: float = 10.0) -> WebSocketTransport:
         """Open ``url``; failures become ConnectError/EndpointError with a readable reason."""
         try:
-            ws = await connect(url, open_timeout=open_timeout, max_size=16 * 2**20,
+            ws = await connect(url, open_timeout=open_timeout, max_size=16 * 2**20, close_timeout=2,
                                ping_interval=20, ping_timeout=20)
         except InvalidURI as exc:
             raise EndpointError(f"not a WebSocket URL: {url}", retryable=False) from exc
