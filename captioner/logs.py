@@ -9,11 +9,45 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import threading
 from pathlib import Path
 
 import platformdirs
 
 from captioner.settings import APP_NAME
+
+
+class SecretRedactor(logging.Filter):
+    """Replaces known secret strings in log records; attach it to third-party loggers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+
+    def add(self, *secrets: str | None) -> None:
+        with self._lock:
+            self._secrets.update(s for s in secrets if s and len(s) >= 8)
+
+    def scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, "***")
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self._secrets:
+            try:
+                message = record.getMessage()
+            except Exception:  # a broken record is the handler's problem
+                return True
+            scrubbed = self.scrub(message)
+            if scrubbed != message:
+                record.msg, record.args = scrubbed, None
+        return True
+
+
+REDACTOR = SecretRedactor()
 
 
 def log_dir() -> Path:
@@ -31,6 +65,7 @@ def setup_logging(verbosity: int = 0, *, to_file: bool = True) -> Path | None:
     console.setLevel(logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1
                      else logging.DEBUG)
     console.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    console.addFilter(REDACTOR)  # on handlers: it then covers every logger, present or future
     root.addHandler(console)
     path: Path | None = None
     if to_file:
@@ -45,6 +80,7 @@ def setup_logging(verbosity: int = 0, *, to_file: bool = True) -> Path | None:
             handler.setFormatter(
                 logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
             )
+            handler.addFilter(REDACTOR)
             root.addHandler(handler)
         except OSError as exc:
             logging.getLogger(__name__).warning("! cannot write log file: %s", exc)

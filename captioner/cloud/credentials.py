@@ -23,6 +23,7 @@ import botocore.exceptions
 import keyring
 import keyring.errors
 
+from captioner.logs import REDACTOR
 from captioner.transport.base import AuthError
 
 log = logging.getLogger(__name__)
@@ -79,37 +80,6 @@ class CredentialsProvider(Protocol):
         ...
 
 
-class SecretRedactor(logging.Filter):
-    """Replaces known secret strings in log records; attach it to third-party loggers."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._secrets: set[str] = set()
-        self._lock = threading.Lock()
-
-    def add(self, *secrets: str | None) -> None:
-        with self._lock:
-            self._secrets.update(s for s in secrets if s and len(s) >= 8)
-
-    def scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret in text:
-                text = text.replace(secret, "***")
-        return text
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self._secrets:
-            try:
-                message = record.getMessage()
-            except Exception:  # a broken record is the handler's problem
-                return True
-            scrubbed = self.scrub(message)
-            if scrubbed != message:
-                record.msg, record.args = scrubbed, None
-        return True
-
-
-REDACTOR = SecretRedactor()
 
 
 def protect_logs(credentials: AwsCredentials) -> None:
