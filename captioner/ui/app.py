@@ -17,6 +17,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import tempfile
 from collections.abc import Coroutine
@@ -301,6 +302,8 @@ async def main(app: QApplication, instance: SingleInstance | None = None,
     store = store or SettingsStore()
     captioner_app = CaptionerApp(store, debug_state_file=os.environ.get(DEBUG_STATE_ENV))
     captioner_app.quit_requested.connect(quit_event.set)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # e.g. logout, kill: quit cleanly
+        signal.signal(signum, lambda *_: loop.call_soon_threadsafe(quit_event.set))
     if instance is not None:
         instance.activated.connect(captioner_app.bring_to_front)
     captioner_app.start()

@@ -1,0 +1,74 @@
+"""End to end: the real app (embedded engine, system audio) on Xvfb, with speech played
+into a PulseAudio null sink; the words must reach the overlay and the journal."""
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from captioner.transcript.journal import journal_files, read_journal
+from tests.ui.xvfb import xvfb  # noqa: F401 - fixture
+
+SENTENCE = "The quick brown fox jumps over the lazy dog."
+
+
+def read_state(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def wait_state(path: Path, predicate, proc, timeout: float, what: str) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = read_state(path)
+        if state and predicate(state):
+            return state
+        if proc.poll() is not None:
+            raise AssertionError(f"the app exited ({proc.returncode}) waiting for {what}")
+        time.sleep(0.1)  # polling a file another process writes
+    raise AssertionError(f"timed out waiting for {what}; last state: {read_state(path)}")
+
+
+@pytest.mark.slow
+def test_spoken_words_reach_the_overlay_and_the_journal(xvfb, pulse, speech,  # noqa: F811
+                                                         tmp_path):
+    config, transcripts, logs = tmp_path / "config", tmp_path / "transcripts", tmp_path / "logs"
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps(
+        {"transcript": {"folder": str(transcripts)}, "audio": {"source": "system"}}))
+    state_file = tmp_path / "state.json"
+    wav = speech(SENTENCE)
+    env = xvfb.env(CAPTIONER_CONFIG_DIR=str(config), CAPTIONER_LOG_DIR=str(logs),
+                   CAPTIONER_DEBUG_STATE_FILE=str(state_file))
+    proc = subprocess.Popen([sys.executable, "-m", "captioner"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        state = wait_state(state_file, lambda s: s["status"]["state"] == "listening", proc, 40,
+                           "the app to listen")
+        assert state["overlay_visible"]
+        pulse.play(wav)
+        words = {"quick", "lazy", "dog"}  # tiny.en on espeak: "brown fox" varies
+        state = wait_state(state_file, lambda s: words <= set(
+            " ".join(s["lines"]).lower().replace(".", "").split()), proc, 25,
+            "the words to be finalized")
+        assert state["status"]["state"] == "listening"
+        journal = Path(state["journal"])
+        assert journal.parent == transcripts
+        on_disk = " ".join(line.text for line in read_journal(journal).lines).lower()
+        assert all(w in on_disk for w in words)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr[-2000:]
+    (journal_path,) = journal_files(transcripts)
+    assert read_journal(journal_path).finished, "a clean quit writes the end marker"
