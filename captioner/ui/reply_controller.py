@@ -1,0 +1,286 @@
+"""Qt glue for type-to-speak: one :class:`Speaker` built from ``settings.tts``.
+
+The controller keeps its own queue of replies and, before each one, brings the
+speaker in line with the settings as they are now (voice, language, endpoint,
+output device), so pickers and the settings dialog take effect on the next
+reply without a restart. The output device is opened on the first reply and
+closed again after a while without replies, so an idle tray app does not hold
+the sound card. Every outcome becomes a :class:`ReplyStatus` (a sentence for the
+status line) and every reply that starts playing a ``spoken(text)`` signal, for
+the transcript (``CaptionModel.add_typed``). Nothing here raises into Qt slots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Signal
+
+from captioner.audio.playback import PlaybackError, Player
+from captioner.settings import Settings, TtsSettings
+from captioner.transport.base import Connector
+from captioner.tts.connect import tts_connector
+from captioner.tts.errors import InvalidRequest, SpeechFailure
+from captioner.tts.events import SessionConfig
+from captioner.tts.fallback import LocalVoice
+from captioner.tts.sink import AudioSink
+from captioner.tts.speaker import Speaker, SpeakerState, SpeakerStatus, SpokenReply
+from captioner.ui.settings_store import SettingsStore
+from captioner.ui.tts_fallback import QtLocalVoice
+
+log = logging.getLogger(__name__)
+
+FALLBACK = "Voice endpoint down — using this computer's voice."
+NO_ENDPOINT = "No voice endpoint set — using this computer's voice."
+BAD_ENDPOINT = "Voice endpoint setting is wrong — using this computer's voice."
+NO_OUTPUT = "Audio output unavailable — using this computer's voice."
+IDLE_CLOSE_SECONDS = 30.0
+
+
+class OutputSink(AudioSink, Protocol):
+    """An :class:`AudioSink` that is opened and closed (``Player``, ``WavSink``)."""
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+SinkFactory = Callable[[str | None], OutputSink]  # output device name (None = default)
+ConnectorFactory = Callable[[str], Connector | None]
+LocalVoiceFactory = Callable[[str], LocalVoice]  # language → voice
+
+
+def _qt_local_voice(language: str) -> LocalVoice:
+    return QtLocalVoice(language)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyStatus:
+    """What the reply box's status line shows."""
+
+    state: SpeakerState
+    text: str  # one short sentence
+    detail: str = ""  # the full reason, for a tooltip / accessible description
+    local_voice: bool = False  # this computer's voice is (or was last) speaking
+
+    @property
+    def busy(self) -> bool:
+        return self.state in (SpeakerState.CONNECTING, SpeakerState.SPEAKING)
+
+
+def describe(status: SpeakerStatus, setup_problem: str | None = None) -> ReplyStatus:
+    """Turn the speaker's status into the status line; ``setup_problem`` is the
+    headline when the settings themselves kept the endpoint out of use."""
+    state, message, error = status.state, status.message, status.error
+    fallback_used = status.local_voice or (
+        state is SpeakerState.IDLE and isinstance(error, SpeechFailure))
+    if fallback_used:
+        if setup_problem is not None:
+            return ReplyStatus(state, setup_problem, message, True)
+        headline = FALLBACK if error is not None else NO_ENDPOINT
+        return ReplyStatus(state, headline, message, True)
+    if state is SpeakerState.ERROR:
+        return ReplyStatus(state, message, message)
+    return ReplyStatus(state, message)
+
+
+class ReplyController(QObject):
+    """Speaks typed replies; ``spoken(text)`` once per reply that started playing."""
+
+    spoken = Signal(str)
+    status_changed = Signal(object)  # ReplyStatus
+
+    def __init__(self, settings: Settings | SettingsStore, *,
+                 sink_factory: SinkFactory = Player,
+                 connector_factory: ConnectorFactory = tts_connector,
+                 local_voice: LocalVoice | None = None,
+                 local_voice_factory: LocalVoiceFactory = _qt_local_voice,
+                 idle_close_seconds: float = IDLE_CLOSE_SECONDS,
+                 parent: QObject | None = None) -> None:
+        """``local_voice``: this computer's voice; without it ``local_voice_factory``
+        makes one (the platform voice through QtTextToSpeech) on first need."""
+        super().__init__(parent)
+        self._settings = settings.settings if isinstance(settings, SettingsStore) else settings
+        self._sink_factory = sink_factory
+        self._connector_factory = connector_factory
+        self._voice: LocalVoice | None = local_voice
+        self._voice_factory: LocalVoiceFactory | None = local_voice_factory
+        self.idle_close_seconds = idle_close_seconds
+        self.speaker: Speaker | None = None
+        self.sink: OutputSink | None = None
+        self._sink_device: str | None = None
+        self._endpoint: str | None = None
+        self._connector: Connector | None = None
+        self._endpoint_problem: str | None = None  # the readable reason, when set
+        self._sink_problem: str | None = None
+        self._queue: asyncio.Queue[str] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
+        self._generation = 0  # bumped by stop(): replies queued before it are dropped
+        self.status = ReplyStatus(SpeakerState.IDLE, "Ready.")
+
+    @property
+    def tts(self) -> TtsSettings:
+        return self._settings.tts
+
+    # --- the API the reply box and the app use --------------------------------
+
+    def say(self, text: str) -> bool:
+        """Queue ``text`` (spoken after the replies before it); False when it is blank.
+
+        Needs the running (qasync) loop."""
+        text = text.strip()
+        if not text:
+            return False
+        self._queue.put_nowait(text)
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._run())
+        return True
+
+    def stop(self) -> None:
+        """Stop the reply being spoken and drop the queued ones."""
+        self._generation += 1
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        if self.speaker is not None:
+            self.speaker.stop()
+        if self.status.busy:
+            self._publish(ReplyStatus(SpeakerState.IDLE, "Stopped."))
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def aclose(self) -> None:
+        """Stop, end the worker and release the output device (on quit)."""
+        self.stop()
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker
+        if self.speaker is not None:
+            await self.speaker.aclose()
+        await self._close_sink()
+
+    # --- worker ------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                text = await asyncio.wait_for(self._queue.get(), self.idle_close_seconds)
+            except TimeoutError:
+                await self._close_sink()  # idle: give the sound card back
+                text = await self._queue.get()
+            generation = self._generation
+            try:
+                speaker = await self._prepare()
+                if generation != self._generation:
+                    continue  # stopped while the device was opening
+                await speaker.speak(text)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # never let one reply end the worker
+                log.exception("! reply failed")
+                self._publish(ReplyStatus(SpeakerState.ERROR,
+                                          "The reply could not be spoken (see the log)."))
+
+    async def _prepare(self) -> Speaker:
+        """Bring the speaker in line with the settings before a reply."""
+        tts = self.tts
+        config = self._config(tts)
+        if tts.endpoint != self._endpoint or self.speaker is None:
+            self._endpoint = tts.endpoint
+            try:
+                self._connector = self._connector_factory(tts.endpoint)
+                self._endpoint_problem = None
+            except ValueError as exc:
+                log.warning("! voice endpoint setting: %s", exc)
+                self._connector, self._endpoint_problem = None, str(exc)
+        connector = self._connector
+        if connector is not None:
+            await self._ensure_sink(tts.output_device)
+            if self.sink is None:
+                connector = None  # endpoint audio would have nowhere to go
+        voice = self._local_voice(tts.language)
+        if self.speaker is None:
+            self.speaker = Speaker(connector, self.sink, config, local_voice=voice,
+                                   on_status=self._on_status, on_spoken=self._on_spoken)
+        else:
+            self.speaker.connector, self.speaker.sink = connector, self.sink
+            self.speaker.config, self.speaker.local_voice = config, voice
+        return self.speaker
+
+    @staticmethod
+    def _config(tts: TtsSettings) -> SessionConfig:
+        try:
+            return SessionConfig(voice=tts.voice, language=tts.language)
+        except InvalidRequest as exc:
+            log.warning("! %s; using the default voice and language", exc)
+            default = TtsSettings()
+            return SessionConfig(voice=default.voice, language=default.language)
+
+    async def _ensure_sink(self, device: str | None) -> None:
+        device = device or None
+        if self.sink is not None and device == self._sink_device:
+            return
+        await self._close_sink()
+        sink = self._sink_factory(device)
+        try:
+            await sink.open()
+        except PlaybackError as exc:
+            log.warning("! audio output: %s", exc)
+            self._sink_problem = str(exc)
+            with contextlib.suppress(PlaybackError):
+                await sink.close()
+            return
+        self.sink, self._sink_device, self._sink_problem = sink, device, None
+
+    async def _close_sink(self) -> None:
+        sink, self.sink = self.sink, None
+        if sink is not None:
+            if self.speaker is not None and self.speaker.sink is sink:
+                self.speaker.sink = None
+            await sink.close()
+
+    def _local_voice(self, language: str) -> LocalVoice | None:
+        if self._voice is None and self._voice_factory is not None:
+            try:
+                self._voice = self._voice_factory(language)
+            except Exception:  # a platform without any speech engine
+                log.exception("! this computer's voice is unavailable")
+                self._voice_factory = None
+                return None
+        set_language = getattr(self._voice, "set_language", None)
+        if callable(set_language):
+            set_language(language)
+        return self._voice
+
+    # --- speaker callbacks --------------------------------------------------------
+
+    def _setup_problem(self) -> str | None:
+        if self._endpoint_problem is not None:
+            return BAD_ENDPOINT
+        if self._connector is not None and self._sink_problem is not None:
+            return NO_OUTPUT
+        return None
+
+    def _on_status(self, status: SpeakerStatus) -> None:
+        reply = describe(status, self._setup_problem())
+        if self._endpoint_problem and reply.local_voice:
+            reply = ReplyStatus(reply.state, reply.text, self._endpoint_problem, True)
+        elif self._sink_problem and reply.text == NO_OUTPUT:
+            reply = ReplyStatus(reply.state, reply.text, self._sink_problem, True)
+        self._publish(reply)
+
+    def _on_spoken(self, reply: SpokenReply) -> None:
+        log.info("= reply spoken via %s (%d characters)", reply.via, len(reply.text))
+        self.spoken.emit(reply.text)
+
+    def _publish(self, status: ReplyStatus) -> None:
+        self.status = status
+        self.status_changed.emit(status)
