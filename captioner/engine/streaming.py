@@ -49,8 +49,13 @@ class Word:
         return Word(self.start + seconds, self.end + seconds, self.text)
 
 
-Decoder = Callable[[np.ndarray, str], Sequence[Word]]
-"""(16 kHz mono float32 audio, prompt text) → words timed from the audio's start."""
+Decoder = Callable[[np.ndarray, str, bool], Sequence[Word]]
+"""(16 kHz mono float32 audio, prompt text, careful) → words timed from the audio's start.
+
+``careful`` marks the last decode of a stretch of speech (a pause or the end):
+its words are committed without a second opinion, so a decoder may spend more
+effort on it (e.g. a wider beam).
+"""
 
 
 class SpeechDetector(Protocol):
@@ -72,6 +77,7 @@ class StreamingOptions:
     min_speech: float = 0.2  # seconds of speech in the buffer before decoding at all
     speech_pad: float = 0.3  # words must overlap speech widened by this much
     endpoint_silence: float = 0.8  # trailing non-speech that ends an utterance
+    commit_margin: float = 0.0  # words ending this close to the buffer end wait
     preroll: float = 0.5  # audio kept before speech starts
 
 
@@ -84,12 +90,15 @@ class LocalAgreement:
         self.last_end = 0.0  # end time of the last committed word
         self._dedup = dedup_words
 
-    def insert(self, words: Sequence[Word]) -> list[Word]:
-        """Take a new hypothesis; commit its agreement with the previous one."""
+    def insert(self, words: Sequence[Word], horizon: float = float("inf")) -> list[Word]:
+        """Take a new hypothesis; commit its agreement with the previous one.
+
+        Words ending after ``horizon`` stay tentative even when they agree.
+        """
         new = self._unseen(words)
         count = 0
         for old, fresh in zip(self.tentative, new, strict=False):
-            if old.key != fresh.key:
+            if old.key != fresh.key or fresh.end > horizon:
                 break
             count += 1
         commit = new[:count]
@@ -219,13 +228,15 @@ class StreamingTranscriber:
             self._cut_at(self._offset + max(0.0, duration - opts.preroll))
             return []
         prompt = self._policy.prompt(self._offset, opts.prompt_chars)
-        hypothesis = self._decode(self._buffer, prompt)
+        pause = trailing_silence >= opts.endpoint_silence
+        hypothesis = self._decode(self._buffer, prompt, final or pause)
         self.decodes += 1
         words = [w for w in (h.shifted(self._offset) for h in hypothesis) if speech_at(w)]
-        committed = self._policy.insert(words)
+        buffer_end = self._offset + duration
+        committed = self._policy.insert(words, buffer_end - opts.commit_margin)
         if final:
             return committed
-        if trailing_silence >= opts.endpoint_silence and self._policy.tentative:
+        if pause and self._policy.tentative:
             # A pause: the speaker finished this stretch, the hypothesis will not improve.
             committed += self._policy.commit_all()
         return committed + self._trim(duration, trailing_silence)

@@ -50,7 +50,7 @@ class ScriptedSpeech:
         self.transcriber: StreamingTranscriber | None = None
         self.calls: list[tuple[float, float, str]] = []  # (buffer start, seconds, prompt)
 
-    def __call__(self, audio: np.ndarray, prompt: str) -> list[Word]:
+    def __call__(self, audio: np.ndarray, prompt: str, careful: bool = False) -> list[Word]:
         assert self.transcriber is not None
         start = self.transcriber.buffer_start
         end = start + len(audio) / SAMPLE_RATE
@@ -259,10 +259,10 @@ def test_buffer_stays_bounded_when_hypotheses_never_agree() -> None:
     truth = words(" ".join(f"w{i}" for i in range(60)), 0.1)  # 24 s, no sentence end
     calls = 0
 
-    def fickle(audio: np.ndarray, prompt: str) -> list[Word]:
+    def fickle(audio: np.ndarray, prompt: str, careful: bool) -> list[Word]:
         nonlocal calls
         calls += 1
-        heard = speech(audio, prompt)
+        heard = speech(audio, prompt, careful)
         return [Word(w.start, w.end, f"{w.text}_{calls}") for w in heard]
 
     speech = ScriptedSpeech(truth)
