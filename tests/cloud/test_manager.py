@@ -432,7 +432,8 @@ def test_endpoint_deleted_behind_our_back_falls_back(stubbed_aws: StubbedAws) ->
     assert seen.endpoints == [f"sagemaker://{STT_NAME}?region=us-east-1", None]
     status = manager.status("stt")
     assert status.name is None
-    assert status.error == f"Endpoint {STT_NAME} no longer exists (it was deleted outside Captioner)."
+    assert status.error == (
+        f"Endpoint {STT_NAME} no longer exists (it was deleted outside Captioner).")
 
 
 def test_monitor_blip_keeps_serving(stubbed_aws: StubbedAws) -> None:
