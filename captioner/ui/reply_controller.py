@@ -80,10 +80,11 @@ def describe(status: SpeakerStatus, setup_problem: str | None = None) -> ReplySt
     fallback_used = status.local_voice or (
         state is SpeakerState.IDLE and isinstance(error, SpeechFailure))
     if fallback_used:
+        detail = str(error) if error is not None else message
         if setup_problem is not None:
-            return ReplyStatus(state, setup_problem, message, True)
+            return ReplyStatus(state, setup_problem, detail, True)
         headline = FALLBACK if error is not None else NO_ENDPOINT
-        return ReplyStatus(state, headline, message, True)
+        return ReplyStatus(state, headline, detail, True)
     if state is SpeakerState.ERROR:
         return ReplyStatus(state, message, message)
     return ReplyStatus(state, message)
@@ -136,9 +137,14 @@ class ReplyController(QObject):
         text = text.strip()
         if not text:
             return False
-        self._queue.put_nowait(text)
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.get_running_loop().create_task(self._run())
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # a programming error, never the user's: keep the text
+                log.error("! reply asked for outside the event loop")
+                return False
+            self._worker = loop.create_task(self._run())
+        self._queue.put_nowait(text)
         return True
 
     def stop(self) -> None:
@@ -262,19 +268,20 @@ class ReplyController(QObject):
 
     # --- speaker callbacks --------------------------------------------------------
 
-    def _setup_problem(self) -> str | None:
+    def _setup_problem(self) -> tuple[str, str] | None:
+        """(headline, reason) when the settings keep the endpoint out of use."""
         if self._endpoint_problem is not None:
-            return BAD_ENDPOINT
+            return BAD_ENDPOINT, self._endpoint_problem
         if self._connector is not None and self._sink_problem is not None:
-            return NO_OUTPUT
+            return NO_OUTPUT, self._sink_problem
         return None
 
     def _on_status(self, status: SpeakerStatus) -> None:
-        reply = describe(status, self._setup_problem())
-        if self._endpoint_problem and reply.local_voice:
-            reply = ReplyStatus(reply.state, reply.text, self._endpoint_problem, True)
-        elif self._sink_problem and reply.text == NO_OUTPUT:
-            reply = ReplyStatus(reply.state, reply.text, self._sink_problem, True)
+        problem = self._setup_problem()
+        reply = describe(status, problem[0] if problem else None)
+        if problem is not None and (reply.local_voice or status.message == "Ready."):
+            # the reason stays on the status line until the setting is fixed
+            reply = ReplyStatus(status.state, problem[0], problem[1], True)
         self._publish(reply)
 
     def _on_spoken(self, reply: SpokenReply) -> None:
