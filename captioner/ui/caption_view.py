@@ -22,7 +22,15 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPainterPath, QPaintEvent, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPaintEvent,
+    QPen,
+    QPixmap,
+)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from captioner.alerts import AlertMatcher
@@ -34,12 +42,14 @@ PADDING = 10
 FADE_MS = 700
 LIVE_ALPHA = 0.72  # the live line is drawn dimmer than finalized text
 KEEP_LINES = 50  # finalized lines held for re-layout after a resize
+MARGIN = 6  # room for the outline around a cached row
 
 
 @dataclass
 class _Row:
     path: QPainterPath
     highlights: list[QRectF] = field(default_factory=list)
+    pixmap: QPixmap | None = None  # finalized rows: rendered once, then only blitted
 
 
 @dataclass
@@ -246,36 +256,64 @@ class CaptionView(QWidget):
 
     # --- painting -----------------------------------------------------------
 
+    def _outline_pen(self) -> QPen:
+        width = max(2.0, self.font_final.pointSizeF() / 9)
+        pen = QPen(QColor(self.background.rgb()), width)
+        pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
+        return pen
+
+    def _draw_row(self, painter: QPainter, row: _Row, live: bool, kind: LineKind) -> None:
+        for rect in row.highlights:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(ALERT_COLOR)
+            painter.drawRoundedRect(rect, 4, 4)
+        color = QColor(self.text_color)
+        if live:
+            color.setAlphaF(LIVE_ALPHA)
+        elif kind is LineKind.GAP:
+            color.setAlphaF(0.6)
+        if self.appearance.outline:
+            painter.strokePath(row.path, self._outline_pen())
+        painter.fillPath(row.path, color)
+
+    def _row_pixmap(self, row: _Row, kind: LineKind) -> QPixmap:
+        """A finalized row rendered once (outline stroking is the expensive part)."""
+        if row.pixmap is None:
+            ratio = self.devicePixelRatioF()
+            box = row.path.boundingRect().united(QRectF(0, 0, 1, self.line_height))
+            for rect in row.highlights:
+                box = box.united(rect)
+            width, height = box.right() + 2 * MARGIN, box.bottom() + 2 * MARGIN
+            pix = QPixmap(int(width * ratio) + 1, int(height * ratio) + 1)
+            pix.setDevicePixelRatio(ratio)
+            pix.fill(Qt.GlobalColor.transparent)
+            p = QPainter(pix)
+            p.setRenderHint(QPainter.RenderHint.Antialiasing)
+            p.translate(MARGIN, MARGIN)
+            self._draw_row(p, row, False, kind)
+            p.end()
+            row.pixmap = pix
+        return row.pixmap
+
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setOpacity(self._fade)
         rows = self._rows_on_screen()
         if rows and self._fade > 0:
-            bg = QColor(self.background)
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(bg)
+            painter.setBrush(QColor(self.background))
             painter.drawRoundedRect(QRectF(self.rect()), 8, 8)
             y = self.height() - PADDING - len(rows) * self.line_height
-            width = max(2.0, self.font_final.pointSizeF() / 9)
-            outline = QPen(QColor(self.background.rgb()), width)
-            outline.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
             for row, live, kind in rows:
-                painter.save()
-                painter.translate(PADDING, y)
-                for rect in row.highlights:
-                    painter.setPen(Qt.PenStyle.NoPen)
-                    painter.setBrush(ALERT_COLOR)
-                    painter.drawRoundedRect(rect, 4, 4)
-                color = QColor(self.text_color)
                 if live:
-                    color.setAlphaF(LIVE_ALPHA)
-                elif kind is LineKind.GAP:
-                    color.setAlphaF(0.6)
-                if self.appearance.outline:
-                    painter.strokePath(row.path, outline)
-                painter.fillPath(row.path, color)
-                painter.restore()
+                    painter.save()
+                    painter.translate(PADDING, y)
+                    self._draw_row(painter, row, live, kind)
+                    painter.restore()
+                else:
+                    painter.drawPixmap(QPointF(PADDING - MARGIN, y - MARGIN),
+                                       self._row_pixmap(row, kind))
                 y += self.line_height
         painter.end()
         self.painted.emit()
