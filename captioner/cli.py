@@ -30,6 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"captioner {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log detail")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check this installation (speech sample, audio, Qt) and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"captioner.commands.{name}").register(sub)
@@ -40,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     setup_logging(args.verbose)
+    if args.self_test:
+        from captioner.selftest import run_self_test
+
+        return run_self_test()
     if args.command is None:
         from captioner.ui.app import run_app  # Qt is imported only for the GUI
 
