@@ -329,3 +329,26 @@ def test_every_control_has_an_accessible_name_and_tab_reaches_it(qapp, qtbot, tm
         reached.add(QApplication.focusWidget())
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
     assert set(controls) <= reached
+
+
+def test_output_follows_the_setting_and_is_released_when_idle(qapp, qtbot, tmp_path,
+                                                              omni_server: ThreadedOmniServer):
+    h = Harness(tmp_path, omni_server.url,
+                devices=[OutputDevice(3, "Headset", "ALSA", 48_000.0, 2)])
+    h.controller.idle_close_seconds = 0.3
+    assert [h.box.output_combo.itemText(i) for i in range(h.box.output_combo.count())] == [
+        SYSTEM_DEFAULT, "Headset"]
+
+    async def scenario():
+        type_and_enter(qtbot, h.box, "On the default output.")
+        await wait_until(lambda: h.spoken, 10, "the first reply")
+        await wait_until(lambda: h.controller.status.text == "Ready.", 10, "its end")
+        h.box.output_combo.setCurrentIndex(1)  # picked between replies
+        type_and_enter(qtbot, h.box, "On the headset.")
+        await wait_until(lambda: len(h.spoken) == 2, 10, "the second reply")
+        await wait_until(lambda: h.controller.sink is None, 5, "the output released when idle")
+        await h.controller.aclose()
+
+    run_async(qapp, scenario)
+    assert h.devices_asked == [None, "Headset"]
+    assert h.spoken == ["On the default output.", "On the headset."]
