@@ -131,6 +131,7 @@ class EndpointRow(QGroupBox):
                 ("Uptime:", self.uptime_label), ("Cost:", self.cost_label))):
             grid.addWidget(QLabel(caption), row, 0)
             grid.addWidget(label, row, 1)
+        grid.setColumnStretch(1, 1)  # values sit next to their captions
         buttons = QHBoxLayout()
         buttons.addWidget(self.start_button)
         buttons.addWidget(self.stop_button)
