@@ -94,8 +94,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--intervals", default="0.5,0.75,1.0")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--beam", type=int, default=None, help="streaming beam size")
     args = parser.parse_args()
     engine = WhisperEngine(threads=args.threads)
+    if args.beam:
+        engine.beam_size = args.beam
+    print(f"streaming beam {engine.beam_size}; careful decodes at pauses use beam 5")
     with tempfile.TemporaryDirectory() as tmp:
         pcm = speak_passage(Path(tmp))
     audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0

@@ -70,7 +70,7 @@ class SpeechDetector(Protocol):
 
 @dataclass(frozen=True)
 class StreamingOptions:
-    update_interval: float = 1.0  # seconds of new audio between re-decodes
+    update_interval: float = 0.75  # seconds of new audio between re-decodes (bench_engine)
     max_buffer: float = 15.0  # past this, trim at the last committed word
     prompt_chars: int = 200  # committed text before the buffer passed as prompt
     speech_threshold: float = 0.5  # detector probability that counts as speech

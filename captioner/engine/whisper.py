@@ -102,7 +102,7 @@ class WhisperEngine:
         threads: int = 2,
         *,
         options: StreamingOptions | None = None,
-        beam_size: int = 2,
+        beam_size: int = 1,
         language: str | None = None,
     ) -> None:
         self.model_dir: Path = resolve_model_dir(model_dir)
