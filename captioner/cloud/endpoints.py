@@ -43,7 +43,7 @@ from captioner.cloud.errors import (
 )
 from captioner.cloud.pricing import PriceTable, load_prices
 from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of, stage_of
-from captioner.settings import EndpointDeploySettings
+from captioner.settings import EndpointDeploySettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -430,3 +430,26 @@ def _brief(params: dict[str, Any]) -> str:
     """Names only: requests may carry environment values that should not be logged."""
     keys = ("EndpointName", "EndpointConfigName", "ModelName", "ResourceArn", "ResourceId")
     return " ".join(f"{k}={params[k]}" for k in keys if k in params)
+
+
+def control_from_settings(settings: Settings, *, region: str | None = None,
+                          profile: str | None = None) -> EndpointControl:
+    """Blocking: clients signed with the user's AWS profile or the keys in the keyring."""
+    from captioner.cloud.credentials import KeyringCredentials
+
+    aws = settings.aws
+    region = region or aws.region
+    if aws.use_keyring and not profile:
+        creds = KeyringCredentials().get_credentials()
+        session = boto3.Session(aws_access_key_id=creds.access_key_id,
+                                aws_secret_access_key=creds.secret_access_key,
+                                aws_session_token=creds.session_token, region_name=region)
+    else:
+        session = boto3.Session(profile_name=profile or aws.profile, region_name=region)
+    return EndpointControl.from_session(session, region)
+
+
+def cloud_configured(settings: Settings) -> bool:
+    """Has the user set up AWS at all? (Only then look for running endpoints at start.)"""
+    aws, cloud = settings.aws, settings.cloud
+    return bool(aws.profile or aws.use_keyring or cloud.stt.role_arn or cloud.tts.role_arn)

@@ -12,13 +12,12 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError
 
 from captioner import settings as settings_mod
 from captioner.cloud import scaling
 from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind
-from captioner.cloud.endpoints import CostEstimate, EndpointControl
+from captioner.cloud.endpoints import CostEstimate, EndpointControl, control_from_settings
 from captioner.cloud.errors import (
     DeployConfigError,
     DeployFailedError,
@@ -91,10 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def make_control(args: argparse.Namespace, settings: settings_mod.Settings) -> EndpointControl:
-    region = args.region or settings.aws.region
-    profile = args.profile or settings.aws.profile
-    session = boto3.Session(profile_name=profile, region_name=region)
-    return EndpointControl.from_session(session, region)
+    return control_from_settings(settings, region=args.region, profile=args.profile)
 
 
 # ---- actions ---------------------------------------------------------------------------

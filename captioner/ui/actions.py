@@ -23,6 +23,7 @@ class AppActions(QObject):
         self.retry.setEnabled(False)
         self.history = self._action("Transcript &history…")
         self.settings = self._action("S&ettings…")
+        self.reply = self._action("Type a &reply to speak…")
         self.quit = self._action("&Quit Captioner")
         self.start_stop.toggled.connect(self._label_start_stop)
         self.apply_shortcuts(shortcuts)
@@ -40,16 +41,19 @@ class AppActions(QObject):
         for action, seq in ((self.start_stop, shortcuts.start_stop),
                             (self.click_through, shortcuts.click_through),
                             (self.font_bigger, shortcuts.font_bigger),
-                            (self.font_smaller, shortcuts.font_smaller)):
+                            (self.font_smaller, shortcuts.font_smaller),
+                            (self.reply, shortcuts.reply)):
             action.setShortcut(QKeySequence(seq) if seq else QKeySequence())
 
     def all(self) -> list[QAction]:
         return [self.start_stop, self.retry, self.show_overlay, self.click_through,
-                self.font_bigger, self.font_smaller, self.history, self.settings, self.quit]
+                self.font_bigger, self.font_smaller, self.reply, self.history, self.settings,
+                self.quit]
 
     def keyboard(self) -> list[QAction]:
         """The actions with shortcuts; add them to every window so the keys work anywhere."""
-        return [self.start_stop, self.click_through, self.font_bigger, self.font_smaller]
+        return [self.start_stop, self.click_through, self.font_bigger, self.font_smaller,
+                self.reply]
 
     def build_menu(self, parent: QWidget | None = None) -> QMenu:
         menu = QMenu("Captioner", parent)
@@ -62,6 +66,7 @@ class AppActions(QObject):
         menu.addAction(self.font_bigger)
         menu.addAction(self.font_smaller)
         menu.addSeparator()
+        menu.addAction(self.reply)
         menu.addAction(self.history)
         menu.addAction(self.settings)
         self.extra_separator = menu.addSeparator()  # endpoint controls go here later

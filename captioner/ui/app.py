@@ -30,9 +30,12 @@ from PySide6.QtWidgets import QApplication
 
 from captioner.alerts import AlertMatcher
 from captioner.captioning import EmbeddedEngine
+from captioner.cloud.endpoints import cloud_configured, control_from_settings
+from captioner.cloud.manager import EndpointManager
 from captioner.realtime.captions import CaptionUpdate
 from captioner.transcript.journal import mark_recovered, unfinished_journals
 from captioner.ui.actions import AppActions
+from captioner.ui.confirm import ask
 from captioner.ui.controller import (
     CaptionController,
     CaptionStatus,
@@ -41,9 +44,13 @@ from captioner.ui.controller import (
     describe_endpoint,
     describe_source,
 )
+from captioner.ui.endpoint_tray import EndpointTray
+from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.history import HistoryWindow
 from captioner.ui.instance import SingleInstance
 from captioner.ui.overlay import Overlay
+from captioner.ui.reply_box import ReplyBox
+from captioner.ui.reply_controller import ReplyController
 from captioner.ui.settings.dialog import SettingsDialog
 from captioner.ui.settings_store import SettingsStore
 from captioner.ui.tray import Tray
@@ -66,6 +73,8 @@ class CaptionerApp(QObject):
     def __init__(self, store: SettingsStore, *, embedded: EmbeddedEngine | None = None,
                  source_factory: SourceFactory = _default_source,
                  tray_available: bool | None = None, debug_state_file: str | None = None,
+                 endpoints: EndpointManager | None = None,
+                 replies: ReplyController | None = None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store = store
@@ -79,6 +88,13 @@ class CaptionerApp(QObject):
         self.tray = Tray(self.actions, self, available=tray_available)
         self.overlay.set_menu_button_visible(not self.tray.available)
         self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
+        self.endpoints = endpoints or EndpointManager(
+            lambda: control_from_settings(self.store.settings),
+            lambda kind: getattr(self.store.settings.cloud, kind),
+            idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile)
+        self.endpoint_tray = EndpointTray(self.endpoints, self.tray.menu, tray=self.tray)
+        self.replies = replies or ReplyController(store, parent=self)
+        self.reply_box = ReplyBox(self.replies, store)
         self.settings_dialog: SettingsDialog | None = None
         self.debug_state_file = debug_state_file
         self._hint_timer = QTimer(self)
@@ -100,6 +116,11 @@ class CaptionerApp(QObject):
         a.retry.triggered.connect(lambda: self.spawn(c.restart()))
         a.history.triggered.connect(self.show_history)
         a.settings.triggered.connect(self.show_settings)
+        a.reply.triggered.connect(self.reply_box.show_and_focus)
+        self.replies.spoken.connect(self._on_spoken)
+        self.endpoints.endpoint_changed.connect(c.set_endpoint_override)
+        self.endpoints.endpoint_changed.connect(lambda _url: self._show_source())
+        self.endpoints.orphans_changed.connect(self._on_orphans)
         a.quit.triggered.connect(self.quit_requested.emit)
         self.tray.activated.connect(self.bring_to_front)
         c.update.connect(self._on_update)
@@ -139,6 +160,8 @@ class CaptionerApp(QObject):
             settings.first_run = False
             self.store.touched()
         self.recover_journals()
+        if cloud_configured(settings):  # find endpoints left running (by tag)
+            self.endpoints.spawn(self.endpoints.attach())
         self.actions.start_stop.setChecked(True)  # starts captioning
         self.write_debug_state()
 
@@ -156,6 +179,8 @@ class CaptionerApp(QObject):
     async def shutdown(self) -> None:
         """Stop captioning, then cancel and await every task still running."""
         await self.controller.shutdown()
+        await self.replies.aclose()
+        await self.endpoints.close()  # stops watching; the endpoints keep what the user chose
         for task in list(self.tasks):
             task.cancel()
         for task in list(self.tasks):
@@ -164,6 +189,7 @@ class CaptionerApp(QObject):
         self.store.flush()
         self.overlay.close()
         self.history.close()
+        self.reply_box.close()
         if self.settings_dialog is not None:
             self.settings_dialog.close()
 
@@ -189,7 +215,38 @@ class CaptionerApp(QObject):
         self.overlay.set_click_through(on)
         self.store.touched("appearance")
 
+    async def confirm_quit(self) -> bool:
+        """Ask before quitting while a managed endpoint bills; False = stay."""
+        prompt = self.endpoints.quit_decision()
+        if prompt is None:
+            return True
+        self.bring_to_front()
+        answer = await ask(self.overlay, "Captioner endpoints are running", prompt.message,
+                           [("stop", "&Stop them and quit"), ("keep", "&Keep running and quit"),
+                            ("cancel", "Cancel")], default="cancel")
+        if answer == "cancel":
+            return False
+        if answer == "stop":
+            self.overlay.set_notice("Stopping endpoints… (deleting endpoint, config and model)")
+            await self.endpoints.stop_all()
+        return True
+
+    def _on_spoken(self, text: str) -> None:
+        self.controller.add_typed(text)
+        self.endpoints.activity("tts")
+
+    def _on_orphans(self, orphans: list[Any]) -> None:
+        if not orphans:
+            return
+        names = ", ".join(o.name for o in orphans)
+        text = (f"{len(orphans)} Captioner endpoint{'s' * (len(orphans) > 1)} still running "
+                f"and billing: {names}. Stop from Settings → Endpoints.")
+        if not self.tray.notify("Endpoints still running", text, critical=True):
+            self.overlay.set_notice(text)
+
     def _on_update(self, update: CaptionUpdate) -> None:
+        if self.controller.endpoint_override and (update.finalized or update.live):
+            self.endpoints.activity("stt")
         self.overlay.show_update(update)
         for line in update.finalized:
             self.history.append_line(line)
@@ -216,9 +273,9 @@ class CaptionerApp(QObject):
     def _show_source(self) -> None:
         s = self.store.settings
         self.overlay.strip.set_source(describe_source(s.audio))
-        self.overlay.strip.set_endpoint(describe_endpoint(s.recognition.endpoint))
-        self.tray.set_tooltip_line("source", f"{describe_source(s.audio)} → "
-                                             f"{describe_endpoint(s.recognition.endpoint)}")
+        endpoint = describe_endpoint(self.controller.endpoint)
+        self.overlay.strip.set_endpoint(endpoint)
+        self.tray.set_tooltip_line("source", f"{describe_source(s.audio)} → {endpoint}")
 
     def apply_settings(self, sections: frozenset[str]) -> None:
         """React to changed settings: appearance at once, source/endpoint by a restart."""
@@ -235,6 +292,8 @@ class CaptionerApp(QObject):
             self.actions.apply_shortcuts(s.shortcuts)
         if "transcript" in sections:
             self.history.set_folder(Path(s.transcript.folder))
+        if "aws" in sections:
+            self.endpoints.reset_control()
         if sections & {"audio", "recognition", "aws"}:
             self._show_source()
             if self.controller.running or self.controller.current.failed:
@@ -250,6 +309,7 @@ class CaptionerApp(QObject):
     def show_settings(self) -> None:
         if self.settings_dialog is None:
             self.settings_dialog = SettingsDialog(self.store, self.actions)
+            self.settings_dialog.set_endpoints_page(EndpointsPage(self.endpoints))
         self.settings_dialog.reload()
         self.settings_dialog.show()  # never exec(): we run inside the asyncio loop
         self.settings_dialog.raise_()
@@ -308,7 +368,11 @@ async def main(app: QApplication, instance: SingleInstance | None = None,
         instance.activated.connect(captioner_app.bring_to_front)
     captioner_app.start()
     log.info("= Captioner is running")
-    await quit_event.wait()
+    while True:
+        await quit_event.wait()
+        if app.closingDown() or await captioner_app.confirm_quit():
+            break
+        quit_event.clear()  # the user chose to stay
     log.info("= quitting")
     await captioner_app.shutdown()
     if instance is not None:

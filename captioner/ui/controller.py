@@ -22,7 +22,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from captioner.audio.errors import AudioError
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
-from captioner.realtime.captions import CaptionLine, CaptionUpdate
+from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.session import SessionFailed, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
 from captioner.transcript.journal import Journal, JournalError
@@ -115,6 +115,7 @@ class CaptionController(QObject):
         self._journal_failed = False
         self.current = CaptionStatus("idle", "stopped")
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
+        self.endpoint_override: str | None = None  # an endpoint the app started and serves
         self._level_timer = QTimer(self)
         self._level_timer.setInterval(LEVEL_INTERVAL_MS)
         self._level_timer.timeout.connect(self._poll_level)
@@ -171,6 +172,30 @@ class CaptionController(QObject):
         if was_running:
             self.start()
 
+    @property
+    def endpoint(self) -> str:
+        """The endpoint captions use now: an app-started one while it serves, else settings."""
+        return self.endpoint_override or self.store.settings.recognition.endpoint
+
+    def set_endpoint_override(self, endpoint: str | None) -> None:
+        """Switch to (or, with None, fall back from) an endpoint the app manages."""
+        if endpoint == self.endpoint_override:
+            return
+        log.info("= captions endpoint: %s", endpoint or "from settings")
+        self.endpoint_override = endpoint
+        if self.running or self.current.failed:
+            asyncio.get_running_loop().create_task(self.restart())
+
+    def add_typed(self, text: str) -> None:
+        """A reply the user typed and had spoken: into the captions and the journal."""
+        captioner = self._captioner
+        if captioner is not None:
+            session = captioner.session
+            update = session.captions.add_typed(text, session.stats.audio_seconds)
+        else:
+            update = CaptionUpdate((CaptionLine(text, 0.0, 0.0, kind=LineKind.TYPED),), None)
+        self._on_update(update)
+
     async def shutdown(self) -> None:
         self.stop()
         await self.wait_stopped(timeout=5.0)
@@ -194,7 +219,8 @@ class CaptionController(QObject):
 
     async def _run_once(self, settings: Settings) -> None:
         try:
-            spec = parse_endpoint(settings.recognition.endpoint)
+            endpoint = self.endpoint
+            spec = parse_endpoint(endpoint)
         except ValueError as exc:
             return self._fail(f"Endpoint setting is wrong: {exc}")
         try:
@@ -214,7 +240,7 @@ class CaptionController(QObject):
         else:
             self._set(CaptionStatus("connecting", "connecting"))
         self._open_journal(settings)
-        captioner = Captioner(settings, self._source, embedded=self.embedded,
+        captioner = Captioner(settings, self._source, embedded=self.embedded, endpoint=endpoint,
                               on_update=self._on_update, on_status=self._on_status)
         self._captioner = captioner
         self._level_timer.start()
@@ -261,8 +287,7 @@ class CaptionController(QObject):
 
     def _open_journal(self, settings: Settings) -> None:
         self._journal_failed = False
-        header = {"source": settings.audio.source, "endpoint": describe_endpoint(
-            settings.recognition.endpoint)}
+        header = {"source": settings.audio.source, "endpoint": describe_endpoint(self.endpoint)}
         try:
             self._journal = self._journal_factory(Path(settings.transcript.folder), header)
         except JournalError as exc:

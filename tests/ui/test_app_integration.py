@@ -1,0 +1,133 @@
+"""The app's composition: endpoint switch and fall-back, typed replies in the transcript,
+the reply box and Endpoints page reachable, the quit prompt while endpoints bill."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from captioner.audio.files import FileSource
+from captioner.cloud.cost_guard import quit_prompt
+from captioner.cloud.status import EndpointSnapshot, Stage
+from captioner.realtime.captions import LineKind
+from captioner.transcript.journal import read_journal
+from captioner.ui.app import CaptionerApp
+from captioner.ui.endpoints_page import EndpointsPage
+from tests.support.transcribers import RecordingFactory, ThreadedServer
+from tests.ui.conftest import run_async, wait_until
+
+
+def make_app(store, tone_wav) -> CaptionerApp:
+    return CaptionerApp(store, tray_available=False,
+                        source_factory=lambda a: FileSource(tone_wav, chunk_bytes=2048,
+                                                            realtime=True))
+
+
+def test_captions_switch_to_a_started_endpoint_and_fall_back(qapp, store, tone_wav):
+    configured, started = RecordingFactory(), RecordingFactory()
+    with ThreadedServer(configured) as a, ThreadedServer(started) as b:
+        async def scenario():
+            store.settings.recognition.endpoint = a.url
+            app = make_app(store, tone_wav)
+            app.start()
+            await wait_until(lambda: configured.made, 10, "captions on the configured endpoint")
+            app.endpoints.endpoint_changed.emit(b.url)  # e.g. the Voxtral endpoint is InService
+            await wait_until(lambda: started.made and app.controller.current.state == "listening",
+                             15, "captions on the started endpoint")
+            assert app.overlay.strip.endpoint_label.text() == b.url
+            before = len(configured.made)
+            app.endpoints.endpoint_changed.emit(None)  # it stopped serving: fall back
+            await wait_until(lambda: len(configured.made) > before, 15, "the fall-back")
+            assert app.overlay.strip.endpoint_label.text() == a.url
+            await app.shutdown()
+
+        run_async(qapp, scenario)
+
+
+def test_spoken_reply_is_a_typed_line_in_captions_and_journal(qapp, store, realtime_server,
+                                                              tone_wav):
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        app = make_app(store, tone_wav)
+        app.start()
+        await wait_until(lambda: app.controller.current.state == "listening", 10, "listening")
+        app.replies.spoken.emit("I will be right back")
+        await wait_until(lambda: any(line.kind is LineKind.TYPED
+                                     for line in app.controller.lines), 5, "the typed line")
+        journal = app.history.current_journal
+        await app.shutdown()
+        return journal
+
+    journal = run_async(qapp, scenario)
+    lines = read_journal(journal).lines
+    typed = [line for line in lines if line.kind is LineKind.TYPED]
+    assert [line.text for line in typed] == ["I will be right back"]
+
+
+def test_reply_action_and_endpoints_page_are_reachable(qapp, store, tone_wav):
+    async def scenario():
+        app = make_app(store, tone_wav)
+        assert app.actions.reply in app.tray.menu.actions()
+        assert app.actions.reply.shortcut().toString() == store.settings.shortcuts.reply
+        app.actions.reply.trigger()
+        assert app.reply_box.isVisible()
+        app.show_settings()
+        pages = [app.settings_dialog.tabs.widget(i)
+                 for i in range(app.settings_dialog.tabs.count())]
+        assert any(isinstance(p, EndpointsPage) for p in pages)
+        menu_texts = [a.text() for a in app.tray.menu.actions()]
+        assert any("Start captions endpoint" in t for t in menu_texts)
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+
+
+@pytest.mark.parametrize(("choice", "quits", "stops"),
+                         [("Cancel", False, False), ("Keep running and quit", True, False),
+                          ("Stop them and quit", True, True)])
+def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits, stops):
+    stopped = []
+
+    async def scenario():
+        app = make_app(store, tone_wav)
+        snap = EndpointSnapshot(name="captioner-stt-20261129-170000", stage=Stage.IN_SERVICE,
+                                status="InService", observed_at=datetime.now(UTC), kind="stt",
+                                instance_type="ml.g6.4xlarge", hourly_price=1.86)
+        app.endpoints.quit_decision = lambda: quit_prompt([snap])
+
+        async def stop_all():
+            stopped.append(True)
+
+        app.endpoints.stop_all = stop_all
+        answer = app.spawn(app.confirm_quit())
+        await wait_until(lambda: isinstance(QApplication.activeModalWidget(), QMessageBox)
+                         or _box() is not None, 5, "the question")
+        box = _box()
+        assert "captioner-stt-20261129-170000" in box.text() and "1.86" in box.text()
+        [button] = [b for b in box.buttons() if b.text().replace("&", "") == choice]
+        button.click()
+        result = await answer
+        await app.shutdown()
+        return result
+
+    assert run_async(qapp, scenario) is quits
+    assert bool(stopped) is stops
+
+
+def test_no_prompt_when_nothing_bills(qapp, store, tone_wav):
+    async def scenario():
+        app = make_app(store, tone_wav)
+        result = await app.confirm_quit()
+        await app.shutdown()
+        return result
+
+    assert run_async(qapp, scenario) is True
+
+
+def _box() -> QMessageBox | None:
+    for widget in QApplication.topLevelWidgets():
+        if isinstance(widget, QMessageBox) and widget.isVisible():
+            return widget
+    return None
