@@ -482,9 +482,8 @@ class EndpointManager:
         if starting is not None and starting is not asyncio.current_task():
             starting.cancel()
         inflight = self._inflight.get(kind)
-        if inflight is not None:  # a create call in a thread: let it finish first
-            with contextlib.suppress(Exception):
-                await asyncio.wrap_future(inflight)
+        if inflight is not None:  # a create call in a thread: let it finish (or be cancelled)
+            await asyncio.wait([asyncio.wrap_future(inflight)])  # its outcome is not ours
         if starting is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await starting
