@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from captioner.jsonevents import MISSING, dump_event, load_event, read_field
+
 
 class ProtocolError(ValueError):
     """A frame that is not a valid event. ``code`` matches the server's error codes."""
@@ -146,44 +148,19 @@ Event = ClientEvent | ServerEvent
 
 def encode(event: Event) -> str:
     """One text frame for ``event``."""
-    return json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return dump_event(event.to_json())
 
 
 # --- decoding ---------------------------------------------------------------
 
 
 def _load(frame: str | bytes) -> dict[str, Any]:
-    if isinstance(frame, bytes | bytearray):
-        try:
-            frame = bytes(frame).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("frame is not UTF-8 text", "invalid_json") from exc
-    if not isinstance(frame, str):
-        raise ProtocolError("frame must be text", "invalid_json")
-    try:
-        obj = json.loads(frame)
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"frame is not JSON: {exc}", "invalid_json") from exc
-    if not isinstance(obj, dict):
-        raise ProtocolError("event must be a JSON object", "invalid_event")
-    if not isinstance(obj.get("type"), str):
-        raise ProtocolError("event has no string 'type'", "invalid_event")
-    return obj
+    return load_event(frame, ProtocolError)
 
 
-def _field(
-    obj: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = ...
-) -> Any:
-    if name not in obj:
-        if default is ...:
-            raise ProtocolError(f"{obj['type']}: missing '{name}'", "invalid_event")
-        return default
-    value = obj[name]
-    if isinstance(value, bool) and kind in (int, (int,)):
-        raise ProtocolError(f"{obj['type']}: '{name}' must be an integer", "invalid_event")
-    if not isinstance(value, kind):
-        raise ProtocolError(f"{obj['type']}: '{name}' has the wrong type", "invalid_event")
-    return value
+def _field(obj: dict[str, Any], name: str, kind: type | tuple[type, ...],
+           default: Any = MISSING) -> Any:
+    return read_field(obj, name, kind, ProtocolError, default)
 
 
 def decode_client_event(frame: str | bytes) -> ClientEvent:

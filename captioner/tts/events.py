@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from captioner.jsonevents import MISSING, dump_event, load_event, read_field
 from captioner.tts.errors import InvalidRequest, ProtocolError
 
 VOICES = ("aiden", "dylan", "eric", "ono_anna", "ryan", "serena", "sohee", "uncle_fu", "vivian")
@@ -203,49 +204,18 @@ Event = ClientEvent | ServerEvent
 
 def encode(event: Event) -> str:
     """One text frame for ``event``."""
-    return json.dumps(event.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return dump_event(event.to_json())
 
 
 # --- decoding ---------------------------------------------------------------
 
 
 def _load(frame: str | bytes) -> dict[str, Any]:
-    if isinstance(frame, bytes | bytearray | memoryview):
-        try:
-            frame = bytes(frame).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError("frame is not UTF-8 text", "invalid_json") from exc
-    if not isinstance(frame, str):
-        raise ProtocolError("frame must be text", "invalid_json")
-    try:
-        obj = json.loads(frame)
-    except (ValueError, RecursionError) as exc:
-        raise ProtocolError(f"frame is not JSON: {exc}", "invalid_json") from exc
-    if not isinstance(obj, dict):
-        raise ProtocolError("event must be a JSON object")
-    if not isinstance(obj.get("type"), str):
-        raise ProtocolError("event has no string 'type'")
-    return obj
+    return load_event(frame, ProtocolError)
 
 
-_MISSING: Any = object()
-
-
-def _field(obj: dict[str, Any], name: str, kind: type, default: Any = _MISSING) -> Any:
-    if name not in obj or (obj[name] is None and default is not _MISSING):
-        if default is _MISSING:
-            raise ProtocolError(f"{obj['type']}: missing '{name}'")
-        return default
-    value = obj[name]
-    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ProtocolError(f"{obj['type']}: '{name}' must be an integer")
-    if kind is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ProtocolError(f"{obj['type']}: '{name}' must be a number")
-        return float(value)
-    if not isinstance(value, kind):
-        raise ProtocolError(f"{obj['type']}: '{name}' has the wrong type")
-    return value
+def _field(obj: dict[str, Any], name: str, kind: type, default: Any = MISSING) -> Any:
+    return read_field(obj, name, kind, ProtocolError, default)
 
 
 def decode_server_event(frame: str | bytes) -> ServerEvent:
