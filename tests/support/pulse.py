@@ -59,7 +59,8 @@ class PulseDaemon:
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, text=True,
         )
-        threading.Thread(target=self._read_log, daemon=True).start()
+        self._reader = threading.Thread(target=self._read_log, daemon=True)
+        self._reader.start()
         if not self._ready.wait(timeout) or self._proc.poll() is not None:
             self.stop()
             raise RuntimeError("PulseAudio did not start:\n" + "\n".join(self.log[-20:]))
@@ -108,6 +109,9 @@ class PulseDaemon:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+        if proc is not None and proc.stderr is not None:
+            self._reader.join(5)  # it ends at the dead daemon's EOF
+            proc.stderr.close()
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
