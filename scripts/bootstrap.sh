@@ -11,7 +11,8 @@ dev=0
 runtime_debs=(libportaudio2 libasound2-plugins pulseaudio pulseaudio-utils espeak-ng
   libxkbcommon-x11-0 libxcb-cursor0 libegl1 libgl1 libxcb-icccm4 libxcb-keysyms1
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0
-  libdbus-1-3 libfontconfig1 libspeechd2)
+  libdbus-1-3 libfontconfig1 fonts-dejavu-core libspeechd2 speech-dispatcher
+  speech-dispatcher-espeak-ng)
 test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils)
 
 apt_install() {
