@@ -75,8 +75,14 @@ class CaptionModel:
             finalized.append(self._finalize(cut))
         return CaptionUpdate(tuple(finalized), self.live)
 
-    def tick(self, audio_time: float) -> CaptionUpdate:
-        """Audio advanced with no new text: a long enough pause ends the live line."""
+    def tick(self, audio_time: float, quiet_seconds: float | None = None) -> CaptionUpdate:
+        """Audio advanced with no new text: a long enough pause ends the live line.
+
+        ``quiet_seconds`` (how long the audio itself has been quiet) keeps a bursty
+        engine's gap between text updates from being taken for a pause in speech.
+        """
+        if quiet_seconds is not None and quiet_seconds < self.pause_seconds:
+            return CaptionUpdate(live=self.live)
         if self._live.strip() and audio_time - self._live_end >= self.pause_seconds:
             return CaptionUpdate((self._finalize(len(self._live)),), None)
         return CaptionUpdate(live=self.live)

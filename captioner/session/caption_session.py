@@ -144,6 +144,7 @@ class CaptionSession:
         self._sound_since_text = 0  # bytes of audio above SPEECH_RMS since then
         self._rotate_due_at = int(options.rotate_after_seconds * BYTES_PER_SECOND)
         self._fresh_from = 0  # replayed audio before this offset was sent once already
+        self._quiet = 0  # bytes of quiet audio just sent: a pause ends the caption line
         self._stop = asyncio.Event()
 
     # --- public -----------------------------------------------------------
@@ -309,12 +310,14 @@ class CaptionSession:
     def _after_send(self, chunk: bytes) -> None:
         start = self._sent
         self._sent += len(chunk)
-        if start >= self._fresh_from and self.audio.rms(start, self._sent) >= SPEECH_RMS:
+        level = self.audio.rms(start, self._sent)
+        self._quiet = self._quiet + len(chunk) if level < PAUSE_RMS else 0
+        if start >= self._fresh_from and level >= SPEECH_RMS:
             self._sound_since_text += len(chunk)
         if seconds(self._sound_since_text) >= self.options.stall_seconds:
             self.stats.stalls += 1
             raise _Restart(f"no text for {self.options.stall_seconds:.0f} s of sound")
-        self._emit(self.captions.tick(seconds(self._sent)))
+        self._emit(self.captions.tick(seconds(self._sent), seconds(self._quiet)))
         request = self._request
         held_too_long = int((self.options.overlap_seconds + 3) * BYTES_PER_SECOND)
         if request and request.seam and not request.seam.done and (

@@ -82,3 +82,14 @@ def test_finalized_lines_never_change():
     feed(m, [" q r s t u v w x y z."])
     assert m.lines[: len(snapshot)] == snapshot
     assert done == snapshot
+
+
+def test_gap_between_text_bursts_during_speech_is_not_a_pause():
+    m = CaptionModel(pause_seconds=1.0)
+    m.add_text(" The", 1.0)
+    # a bursty engine: no text for 1.5 s, but the audio is not quiet
+    assert m.tick(2.5, quiet_seconds=0.0).finalized == ()
+    m.add_text(" quick brown fox", 2.6)
+    assert m.tick(3.0, quiet_seconds=0.4).finalized == ()
+    update = m.tick(3.7, quiet_seconds=1.1)
+    assert [line.text for line in update.finalized] == ["The quick brown fox"]
