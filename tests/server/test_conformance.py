@@ -118,22 +118,45 @@ def test_later_commits_are_ignored_while_generating(client, tone_factory):
     assert len(tone_factory.made) == 1
 
 
-def test_audio_after_final_is_dropped_and_next_commit_is_fresh(client, tone_factory):
-    client.send(type="session.update", model=MODEL)
-    client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["alpha"])))
-    client.send(type="input_audio_buffer.commit")
-    client.send(type="input_audio_buffer.commit", final=True)
-    # appended after final, before done: the server must drop it
-    client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["bravo"])))
-    text, _ = client.until_done()
-    assert text == " alpha"
-    client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["charlie"])))
-    client.send(type="input_audio_buffer.commit")
-    client.send(type="input_audio_buffer.commit", final=True)
-    text, _ = client.until_done()
-    assert text == " charlie"  # fresh request: no "bravo", no "alpha" context
-    assert len(tone_factory.made) == 2
-    assert tone_factory.made[1].received == tone_words_pcm(["charlie"])
+def test_audio_after_final_is_dropped_and_next_commit_is_fresh():
+    import threading
+
+    from tests.support.transcribers import RecordingFactory, ThreadedServer, ToneWordTranscriber
+
+    gate = threading.Event()
+
+    class SlowFinish(ToneWordTranscriber):
+        def finish(self):
+            gate.wait(10)  # hold "done" until the client knows its late append arrived
+            return super().finish()
+
+    factory = RecordingFactory()
+
+    def make():
+        factory.made.append(SlowFinish())
+        return factory.made[-1]
+
+    with ThreadedServer(make) as server, connect(server.url) as ws:
+        client = Client(ws)
+        client.send(type="session.update", model=MODEL)
+        client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["alpha"])))
+        client.send(type="input_audio_buffer.commit")
+        client.send(type="input_audio_buffer.commit", final=True)
+        # appended after final, before done: the server must drop it
+        client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["bravo"])))
+        client.ws.send("{}")  # an error reply proves the server has read everything before it
+        while (event := client.recv())["type"] != "error":
+            assert event["type"] == "transcription.delta"
+        gate.set()
+        text, _ = client.until_done()
+        assert "bravo" not in text
+        client.send(type="input_audio_buffer.append", audio=b64(tone_words_pcm(["charlie"])))
+        client.send(type="input_audio_buffer.commit")
+        client.send(type="input_audio_buffer.commit", final=True)
+        text, _ = client.until_done()
+        assert text == " charlie"  # fresh request: no "bravo", no "alpha" context
+        assert len(factory.made) == 2
+        assert factory.made[1].received == tone_words_pcm(["charlie"])
 
 
 def test_transcriber_failure_is_processing_error(realtime_server):
