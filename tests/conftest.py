@@ -1,6 +1,10 @@
 """Shared test set-up. Fixtures live in tests/support/*; list each module here."""
 
+import gc
 import os
+import sys
+
+import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -12,3 +16,16 @@ pytest_plugins: list[str] = [
     "tests.support.omni_server",
     "tests.support.sagemaker",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _collect_qt_garbage():
+    """Collect reference cycles on the main thread after each test.
+
+    A QObject in a Python reference cycle is freed by the cyclic collector on
+    whatever thread triggers it (an executor, a log reader); deleting a Qt object
+    off its thread crashes Qt. Collecting here makes that happen on this thread.
+    """
+    yield
+    if "PySide6.QtCore" in sys.modules:
+        gc.collect()

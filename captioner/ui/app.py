@@ -48,6 +48,7 @@ from captioner.ui.endpoint_tray import EndpointTray
 from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.history import HistoryWindow
 from captioner.ui.instance import SingleInstance
+from captioner.ui.main_thread_gc import MainThreadGc
 from captioner.ui.overlay import Overlay
 from captioner.ui.reply_box import ReplyBox
 from captioner.ui.reply_controller import ReplyController
@@ -391,7 +392,11 @@ def run_app(args: argparse.Namespace | None = None) -> int:
     if not instance.claim():
         return 0
     sys.excepthook = _excepthook
+    collector = MainThreadGc()
+    collector.start()
     try:
         return asyncio.run(main(app, instance), loop_factory=qasync.QEventLoop)
     except KeyboardInterrupt:
         return 130
+    finally:
+        collector.stop()

@@ -172,6 +172,10 @@ class ReplyController(QObject):
         if self.speaker is not None:
             await self.speaker.aclose()
         await self._close_sink()
+        voice, self._voice = self._voice, None
+        close = getattr(voice, "close", None)
+        if callable(close):
+            close()  # Qt objects go on the GUI thread, not whenever GC runs
 
     # --- worker ------------------------------------------------------------------
 

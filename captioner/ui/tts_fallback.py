@@ -40,7 +40,8 @@ class QtLocalVoice:
         engines = available_engines()
         if engine is None and engines:
             engine = engines[0]
-        self._tts = QTextToSpeech(engine, parent) if engine else QTextToSpeech(parent)
+        self._tts: QTextToSpeech | None = (
+            QTextToSpeech(engine, parent) if engine else QTextToSpeech(parent))
         self.name = f"{engine or 'system'} voice"
         self._future: asyncio.Future[None] | None = None
         self._started = False
@@ -55,7 +56,7 @@ class QtLocalVoice:
 
     def set_language(self, language: str) -> None:
         wanted = _LANGUAGES.get(language)
-        if wanted is None:
+        if wanted is None or self._tts is None:
             return  # "Auto": keep the system default
         for locale in self._tts.availableLocales():
             if locale.language() == wanted:
@@ -64,6 +65,8 @@ class QtLocalVoice:
         log.info("= no %s voice in %s; using its default", language, self.name)
 
     async def say(self, text: str) -> None:
+        if self._tts is None:
+            raise LocalVoiceError(f"{self.name} was closed")
         if self._tts.state() == QTextToSpeech.State.Error:
             raise LocalVoiceError(f"{self.name} is unavailable: {self._tts.errorString()}")
         self.stop()
@@ -78,11 +81,26 @@ class QtLocalVoice:
 
     def stop(self) -> None:
         future, self._future = self._future, None
-        if self._tts.state() in (QTextToSpeech.State.Speaking, QTextToSpeech.State.Paused,
-                                 QTextToSpeech.State.Synthesizing):
+        busy = (QTextToSpeech.State.Speaking, QTextToSpeech.State.Paused,
+                QTextToSpeech.State.Synthesizing)
+        if self._tts is not None and self._tts.state() in busy:
             self._tts.stop()
         if future is not None and not future.done():
             future.set_result(None)
+
+    def close(self) -> None:
+        """Release the Qt engine now, on this (the GUI) thread.
+
+        Its signal connections make a reference cycle with this object; left to the
+        cyclic garbage collector, the engine could be deleted on whatever thread
+        happens to run a collection, which crashes Qt.
+        """
+        self.stop()
+        tts, self._tts = self._tts, None
+        if tts is not None:
+            tts.stateChanged.disconnect(self._on_state)
+            tts.errorOccurred.disconnect(self._on_error)
+            tts.deleteLater()
 
     def _on_state(self, state: QTextToSpeech.State) -> None:
         future = self._future

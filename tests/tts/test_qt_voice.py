@@ -7,6 +7,7 @@ import asyncio
 import qasync
 from PySide6.QtTextToSpeech import QTextToSpeech
 
+from captioner.tts.errors import LocalVoiceError
 from captioner.tts.events import SessionConfig
 from captioner.tts.speaker import Speaker, SpeakerState, SpokenReply
 from captioner.ui.tts_fallback import QtLocalVoice, available_engines
@@ -30,7 +31,9 @@ def test_speaker_without_endpoint_speaks_with_the_qt_voice(qapp) -> None:
         speaker = Speaker(None, None, SessionConfig(voice="vivian", language="English"),
                           local_voice=voice, on_status=lambda s: states.append(s.state),
                           on_spoken=spoken.append)
-        return voice, await speaker.speak("Hello from Qt.")
+        result = await speaker.speak("Hello from Qt.")
+        voice.close()
+        return voice, result
 
     voice, result = run_on_qt(main())
     assert result.completed and result.via == "local"
@@ -50,6 +53,22 @@ def test_stop_ends_a_pending_say_mid_speech(qapp) -> None:
         await asyncio.wait_for(speaking, 5)
         voice.stop()
         await asyncio.wait_for(task, 5)
-        return voice.engine.state()
+        state = voice.engine.state()
+        voice.close()
+        return state
 
     assert run_on_qt(main()) != QTextToSpeech.State.Speaking
+
+
+def test_a_closed_voice_refuses_politely(qapp) -> None:
+    async def main():
+        voice = QtLocalVoice("English", engine="mock")
+        voice.close()
+        voice.stop()  # harmless
+        try:
+            await voice.say("Hello")
+        except LocalVoiceError as exc:
+            return str(exc)
+        return None
+
+    assert run_on_qt(main()) == "mock voice was closed"
