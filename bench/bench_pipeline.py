@@ -158,7 +158,7 @@ def run_baseline(blocks: list[np.ndarray], chunk_bytes: int) -> tuple[float, int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="audio per run")
-    parser.add_argument("--block-ms", type=float, nargs="+", default=[10.0, 20.0],
+    parser.add_argument("--block-ms", type=float, nargs="+", default=[10.0, 32.0],
                         help="PortAudio block duration(s) to try")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
     args = parser.parse_args()

@@ -146,8 +146,13 @@ ServerEvent = SessionCreated | TranscriptionDelta | TranscriptionDone | ServerEr
 Event = ClientEvent | ServerEvent
 
 
+_APPEND_HEAD = '{"type":"input_audio_buffer.append","audio":"'
+
+
 def encode(event: Event) -> str:
     """One text frame for ``event``."""
+    if type(event) is AudioAppend:  # the hot path: ~8 per second, base64 needs no escaping
+        return f'{_APPEND_HEAD}{base64.b64encode(event.audio).decode("ascii")}"}}'
     return dump_event(event.to_json())
 
 
