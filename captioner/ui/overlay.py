@@ -80,6 +80,7 @@ class Overlay(QWidget):
         if actions is not None:
             self.addActions(actions.keyboard())
             self.strip.menu_button.setMenu(actions.build_menu(self))
+            self.strip.reply_button.clicked.connect(actions.reply.trigger)
         self._menu = actions.build_menu(self) if actions is not None else None
         self._drag_from: QPoint | None = None
         self._resize_edges = Qt.Edge(0)

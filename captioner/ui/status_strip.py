@@ -80,10 +80,16 @@ class StatusStrip(QWidget):
         self.menu_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.menu_button.setAutoRaise(True)
         self.menu_button.hide()
+        self.reply_button = QToolButton()  # type-to-speak, always one click away
+        self.reply_button.setText("✎ Reply")
+        self.reply_button.setAccessibleName("Type a reply to speak")
+        self.reply_button.setToolTip("Type a reply and have it spoken")
+        self.reply_button.setAutoRaise(True)
         for w in (self.dot, self.state_label, self.source_label, self.endpoint_label,
                   self.meter):
             layout.addWidget(w)
         layout.addWidget(self.notice_label, 1)
+        layout.addWidget(self.reply_button)
         layout.addWidget(self.menu_button)
         self.state = "idle"
         self.set_colors(QColor("#FFFFFF"))

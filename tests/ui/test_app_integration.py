@@ -71,7 +71,10 @@ def test_reply_action_and_endpoints_page_are_reachable(qapp, store, tone_wav):
         app = make_app(store, tone_wav)
         assert app.actions.reply in app.tray.menu.actions()
         assert app.actions.reply.shortcut().toString() == store.settings.shortcuts.reply
-        app.actions.reply.trigger()
+        app.overlay.strip.reply_button.click()  # the overlay's own button
+        assert app.reply_box.isVisible()
+        app.reply_box.hide()
+        app.actions.reply.trigger()  # tray item and shortcut
         assert app.reply_box.isVisible()
         app.show_settings()
         pages = [app.settings_dialog.tabs.widget(i)
