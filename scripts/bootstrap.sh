@@ -59,8 +59,10 @@ if [[ "$(uname -s)" == "Linux" ]]; then
   ((dev)) && apt_install "${test_debs[@]}"
 fi
 
-stamp=".venv/.bootstrap-$( (cat pyproject.toml requirements.lock; echo "$dev") | sha256sum | cut -c1-16)"
-if [[ ! -f "$stamp" ]]; then
+hash="$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)"
+stamp=".venv/.bootstrap-$hash-$( ((dev)) && echo dev || echo run)"
+# a dev install includes everything the app needs, so it also satisfies a plain run
+if [[ ! -f "$stamp" && ! -f ".venv/.bootstrap-$hash-dev" ]]; then
   if [[ ! -x .venv/bin/python ]]; then
     "$(find_python)" -m venv .venv
   fi
