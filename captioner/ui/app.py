@@ -88,6 +88,9 @@ class CaptionerApp(QObject):
                                             source_factory=source_factory, parent=self)
         self.tray = Tray(self.actions, self, available=tray_available)
         self.overlay.set_menu_button_visible(not self.tray.available)
+        if not self.tray.available and self.overlay.click_through:
+            # Without a tray nothing could be clicked to turn it off again: start clickable.
+            self.overlay.set_click_through(False)
         self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
         self.endpoints = endpoints or EndpointManager(
             lambda: control_from_settings(self.store.settings),
@@ -214,6 +217,10 @@ class CaptionerApp(QObject):
 
     def _on_click_through(self, on: bool) -> None:
         self.overlay.set_click_through(on)
+        if on and not self.tray.available:
+            keys = self.actions.click_through.shortcut().toString() or "its shortcut"
+            self.overlay.set_notice(f"Click-through is on: {keys} turns it off "
+                                    "(or restart Captioner)")
         self.store.touched("appearance")
 
     async def confirm_quit(self) -> bool:

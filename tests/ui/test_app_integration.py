@@ -134,3 +134,17 @@ def _box() -> QMessageBox | None:
         if isinstance(widget, QMessageBox) and widget.isVisible():
             return widget
     return None
+
+
+def test_without_a_tray_click_through_never_locks_the_overlay(qapp, store, tone_wav):
+    async def scenario():
+        store.settings.appearance.click_through = True  # saved by an earlier run
+        app = make_app(store, tone_wav)  # no tray on this "platform"
+        assert not app.overlay.click_through  # starts clickable: nothing else could undo it
+        app.actions.click_through.trigger()
+        assert app.overlay.click_through
+        notice = app.overlay.strip.notice_label.text()
+        assert "Click-through is on" in notice and store.settings.shortcuts.click_through in notice
+        await app.shutdown()
+
+    run_async(qapp, scenario)
