@@ -7,7 +7,6 @@ endpoint choice, the embedded engine and the audio source are wired in one place
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -136,9 +135,8 @@ class Captioner:
                 await self.embedded.close()
 
     def stop(self) -> None:
+        """Graceful: the session finishes with what was captured; run() closes the source."""
         self.session.stop()
-        with contextlib.suppress(Exception):
-            asyncio.get_running_loop().create_task(self.source.stop())
 
 
 __all__ = ["Captioner", "EmbeddedEngine", "SessionFailed", "make_connector", "session_options"]

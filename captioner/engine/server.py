@@ -40,6 +40,35 @@ class _Finish:
     pass
 
 
+class _Jobs:
+    """One connection's transcription work, in order.
+
+    Audio that arrives while the transcriber is busy joins the audio job still
+    waiting in the queue, so a slow transcriber catches up in one call.
+    """
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[StartRequest | bytearray | _Finish] = asyncio.Queue()
+        self._open_audio: bytearray | None = None  # queued, not yet taken
+
+    def put(self, item: StartRequest | Feed | _Finish) -> None:
+        if isinstance(item, Feed):
+            if self._open_audio is not None:
+                self._open_audio += item.pcm
+                return
+            self._open_audio = bytearray(item.pcm)
+            self._queue.put_nowait(self._open_audio)
+            return
+        self._open_audio = None
+        self._queue.put_nowait(item)
+
+    async def get(self) -> StartRequest | bytearray | _Finish:
+        item = await self._queue.get()
+        if item is self._open_audio:
+            self._open_audio = None
+        return item
+
+
 class RealtimeServer:
     def __init__(
         self,
@@ -101,7 +130,7 @@ class RealtimeServer:
     async def _handle(self, ws: WsConnection) -> None:
         self.connections += 1
         conn = ServerConnection(self.models, created=int(time.time()))
-        work: asyncio.Queue[object] = asyncio.Queue()
+        work = _Jobs()
         worker = asyncio.create_task(self._work(ws, conn, work))
         try:
             await self._apply(ws, conn.accept(), work)
@@ -114,16 +143,16 @@ class RealtimeServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
 
-    async def _apply(self, ws: WsConnection, actions: list[Action], work: asyncio.Queue) -> None:
+    async def _apply(self, ws: WsConnection, actions: list[Action], work: _Jobs) -> None:
         for action in actions:
             if isinstance(action, Send):
                 await ws.send(encode(action.event))
             elif isinstance(action, StartRequest | Feed):
-                work.put_nowait(action)
+                work.put(action)
             elif isinstance(action, FinishRequest):
-                work.put_nowait(_Finish())
+                work.put(_Finish())
 
-    async def _work(self, ws: WsConnection, conn: ServerConnection, work: asyncio.Queue) -> None:
+    async def _work(self, ws: WsConnection, conn: ServerConnection, work: _Jobs) -> None:
         """Runs one connection's transcription in order, off the loop."""
         loop = asyncio.get_running_loop()
         transcriber: Transcriber | None = None
@@ -135,9 +164,9 @@ class RealtimeServer:
                     continue
                 if transcriber is None:
                     continue  # request failed earlier; skip its remaining work
-                if isinstance(item, Feed):
-                    pcm = _drain_feeds(item.pcm, work)
-                    text = await loop.run_in_executor(self._executor, transcriber.push, pcm)
+                if isinstance(item, bytearray):
+                    text = await loop.run_in_executor(self._executor, transcriber.push,
+                                                      bytes(item))
                     actions = conn.transcribed(text)
                 else:
                     text = await loop.run_in_executor(self._executor, transcriber.finish)
@@ -153,14 +182,3 @@ class RealtimeServer:
                 await self._apply(ws, actions, work)
             except ConnectionClosed:
                 return
-
-
-def _drain_feeds(first: bytes, work: asyncio.Queue) -> bytes:
-    """Join queued audio so a slow transcriber catches up in one call."""
-    parts = [first]
-    while not work.empty():
-        nxt = work._queue[0]  # type: ignore[attr-defined]
-        if not isinstance(nxt, Feed):
-            break
-        parts.append(work.get_nowait().pcm)
-    return b"".join(parts)
