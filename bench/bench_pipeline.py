@@ -10,6 +10,15 @@ block that wakes the loop is processed before the next one arrives: the feeder
 waits while a wake-up is pending. So the pipeline pays for every hand-off and
 wake-up it would pay live, and the run never drops audio (checked at the end).
 
+With ``--realtime`` the feeder sleeps between blocks as PortAudio would (one run of
+``--seconds`` per figure, so keep it short): every hand-off then wakes a sleeping
+thread, which on a virtual machine costs far more than the same hand-off back to back.
+
+Floor in the same run: the same feeder and ring, and one loop wake-up per chunk's
+worth of frames, but no work at all on the loop side. It is what any design that
+hands PortAudio's blocks to an asyncio loop pays on this machine before doing
+anything with the audio; the pipeline's own work is its figure minus the floor.
+
 Baseline in the same run: a ``queue.Queue`` per block, per-block
 ``scipy.signal.resample_poly`` with fresh arrays (no filter state), ``np.append``
 to grow a buffer, and per chunk ``json.dumps`` of a dict with base64, then the
@@ -35,9 +44,10 @@ import numpy as np
 from scipy import signal
 from websockets.frames import Frame, Opcode
 
-from captioner.audio.capture import AudioCapture
+from captioner.audio.capture import AudioCapture, FrameRing
 from captioner.audio.chunker import CHUNK_SIZES
 from captioner.audio.devices import AudioDevice
+from captioner.audio.resample import TARGET_RATE
 from captioner.realtime.events import AudioAppend, encode
 
 RATE = 48_000
@@ -60,6 +70,24 @@ def wait_until(predicate) -> None:
         time.sleep(0.0002)
 
 
+def feed(blocks: list[np.ndarray], on_block, consumed, realtime: bool) -> float:
+    """Play PortAudio's part: hand each block over; returns the CPU time spent in the
+    callback. Back to back, the next block waits until the last wake-up was served
+    (``consumed``), as it would live, where the loop has ~30 ms between blocks; with
+    ``realtime``, blocks arrive on the real-time clock instead."""
+    cpu = 0.0
+    start = time.monotonic()
+    for i, block in enumerate(blocks):
+        t0 = time.thread_time()
+        on_block(block, False)
+        cpu += time.thread_time() - t0
+        if realtime:
+            time.sleep(max(0.0, start + (i + 1) * block.shape[0] / RATE - time.monotonic()))
+        else:
+            wait_until(lambda i=i: consumed(i))
+    return cpu
+
+
 def frame(text: str) -> bytes:
     return Frame(Opcode.TEXT, text.encode("utf-8")).serialize(mask=True)
 
@@ -79,7 +107,47 @@ class _Stream:
         pass
 
 
-async def run_pipeline(blocks: list[np.ndarray], chunk_bytes: int) -> tuple[float, int]:
+async def run_floor(blocks: list[np.ndarray], chunk_bytes: int, realtime: bool) -> float:
+    """CPU seconds of the bare hand-off: ring write, one wake-up per chunk, no work."""
+    loop = asyncio.get_running_loop()
+    ring = FrameRing(2 * RATE, 2)
+    per_chunk = chunk_bytes // 2 * (RATE // TARGET_RATE)  # device frames in one chunk
+    state = {"wake_at": per_chunk, "pending": False, "wakes": 0}
+    woken = asyncio.Event()
+    done = asyncio.Event()
+
+    def on_block(block: np.ndarray, overflowed: bool) -> None:
+        ring.write(block)
+        if not state["pending"] and ring.written >= state["wake_at"]:
+            state["pending"] = True
+            loop.call_soon_threadsafe(woken.set)
+
+    def feeder() -> None:
+        callback_cpu[0] = feed(blocks, on_block, lambda i: not state["pending"], realtime)
+        loop.call_soon_threadsafe(done.set)
+
+    callback_cpu = [0.0]
+    start = time.thread_time()
+    thread = threading.Thread(target=feeder)
+    thread.start()
+    while not done.is_set():
+        waiter = asyncio.ensure_future(woken.wait())
+        finished = asyncio.ensure_future(done.wait())
+        await asyncio.wait((waiter, finished), return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        finished.cancel()
+        woken.clear()
+        _, frames = ring.segments()
+        ring.release(frames)
+        state["wake_at"] = ring.read + per_chunk
+        state["pending"] = False
+        state["wakes"] += 1
+    thread.join()
+    return time.thread_time() - start + callback_cpu[0]
+
+
+async def run_pipeline(blocks: list[np.ndarray], chunk_bytes: int,
+                       realtime: bool = False) -> tuple[float, int]:
     """CPU seconds for the real pipeline; returns (cpu, bytes framed)."""
     streams: list[_Stream] = []
 
@@ -96,49 +164,42 @@ async def run_pipeline(blocks: list[np.ndarray], chunk_bytes: int) -> tuple[floa
 
     callback_cpu = [0.0]
 
-    def feed() -> None:
-        on_block = streams[0].on_block
-        for block in blocks:
-            t0 = time.thread_time()
-            on_block(block, False)
-            callback_cpu[0] += time.thread_time() - t0
-            wait_until(lambda: not source.wake_pending)
+    def feeder() -> None:
+        callback_cpu[0] = feed(blocks, streams[0].on_block,
+                               lambda i: not source.wake_pending, realtime)
         loop.call_soon_threadsafe(lambda: asyncio.ensure_future(cap.stop()))
 
     framed = 0
     start = time.thread_time()
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    thread = threading.Thread(target=feeder)
+    thread.start()
     async for chunk in cap.chunks():
         framed += len(frame(encode(AudioAppend(chunk))))
+    thread.join()
     cpu = time.thread_time() - start + callback_cpu[0]
-    feeder.join()
     if cap.dropped_frames or cap.dropped_chunks:
         raise SystemExit(f"pipeline dropped audio ({cap.dropped_frames} frames)")
     return cpu, framed
 
 
-def run_baseline(blocks: list[np.ndarray], chunk_bytes: int) -> tuple[float, int]:
-    """The naive way, with the same feeder thread and the same frames at the end."""
+def run_baseline(blocks: list[np.ndarray], chunk_bytes: int,
+                 realtime: bool = False) -> tuple[float, int]:
+    """The naive way, with the same feeder and the same frames at the end."""
     q: queue.Queue[np.ndarray | None] = queue.Queue()
     taken = [0]
-
     callback_cpu = [0.0]
 
-    def feed() -> None:
-        for i, block in enumerate(blocks):
-            t0 = time.thread_time()
-            q.put(block.copy())
-            callback_cpu[0] += time.thread_time() - t0
-            wait_until(lambda i=i: taken[0] > i)
+    def feeder() -> None:
+        callback_cpu[0] = feed(blocks, lambda block, _: q.put(block.copy()),
+                               lambda i: taken[0] > i, realtime)
         q.put(None)
 
     framed = 0
     buffer = np.zeros(0, dtype=np.int16)
     samples_per_chunk = chunk_bytes // 2
     start = time.thread_time()
-    feeder = threading.Thread(target=feed)
-    feeder.start()
+    thread = threading.Thread(target=feeder)
+    thread.start()
     while (block := q.get()) is not None:
         taken[0] += 1
         mono = block.mean(axis=1)
@@ -150,31 +211,41 @@ def run_baseline(blocks: list[np.ndarray], chunk_bytes: int) -> tuple[float, int
             text = json.dumps({"type": "input_audio_buffer.append",
                                "audio": base64.b64encode(chunk.tobytes()).decode("ascii")})
             framed += len(frame(text))
-    cpu = time.thread_time() - start + callback_cpu[0]
-    feeder.join()
-    return cpu, framed
+    thread.join()
+    return time.thread_time() - start + callback_cpu[0], framed
+
+
+def best(repeat: int, run) -> float:
+    return min(run() for _ in range(repeat))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="audio per run")
-    parser.add_argument("--block-ms", type=float, nargs="+", default=[10.0, 32.0],
+    parser.add_argument("--block-ms", type=float, nargs="+", default=[32.0],
                         help="PortAudio block duration(s) to try")
+    parser.add_argument("--chunk-bytes", type=int, nargs="+", default=list(CHUNK_SIZES))
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
+    parser.add_argument("--realtime", action="store_true",
+                        help="blocks arrive on the real-time clock (each run takes --seconds)")
     args = parser.parse_args()
 
-    print(f"{args.seconds:.0f} s of 48 kHz stereo per run, best of {args.repeat}; "
+    pace = "real-time arrival" if args.realtime else "back to back"
+    print(f"{args.seconds:.0f} s of 48 kHz stereo per run, {pace}, best of {args.repeat}; "
           "CPU ms per audio second (target ≤ 1.0)")
-    print(f"{'block':>6} {'chunk':>6} {'pipeline':>9} {'baseline':>9} {'ratio':>6} {'frames/s':>9}")
+    print(f"{'block':>6} {'chunk':>6} {'pipeline':>9} {'floor':>7} {'work':>7} {'baseline':>9} "
+          f"{'ratio':>6} {'frames/s':>9}")
+    per_s = 1000 / args.seconds
     for block_ms in args.block_ms:
         blocks = make_blocks(args.seconds, int(RATE * block_ms / 1000))
-        for chunk_bytes in CHUNK_SIZES:
-            ours = min(asyncio.run(run_pipeline(blocks, chunk_bytes))[0]
-                       for _ in range(args.repeat))
-            naive = min(run_baseline(blocks, chunk_bytes)[0] for _ in range(args.repeat))
-            per_s = 1000 / args.seconds
-            print(f"{block_ms:>4.0f}ms {chunk_bytes:>6} {ours * per_s:>9.3f} {naive * per_s:>9.3f} "
-                  f"{naive / ours:>6.1f} {32_000 / chunk_bytes:>9.2f}")
+        for chunk_bytes in args.chunk_bytes:
+            run = (blocks, chunk_bytes, args.realtime)
+            ours = best(args.repeat, lambda r=run: asyncio.run(run_pipeline(*r))[0]) * per_s
+            floor = best(args.repeat, lambda r=run: asyncio.run(run_floor(*r))) * per_s
+            naive = best(args.repeat, lambda r=run: run_baseline(*r)[0]) * per_s
+            print(f"{block_ms:>4.0f}ms {chunk_bytes:>6} {ours:>9.3f} {floor:>7.3f} "
+                  f"{ours - floor:>7.3f} {naive:>9.3f} {naive / ours:>6.1f} "
+                  f"{32_000 / chunk_bytes:>9.2f}")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from websockets.asyncio.server import serve
@@ -32,9 +32,11 @@ class SageMakerFixture(FakeSageMaker):
 
 
 class EchoBackend:
-    """A WebSocket server echoing every frame (text stays text, bytes stay bytes)."""
+    """A WebSocket server echoing every frame (text stays text, bytes stay bytes), or
+    answering each with ``reply(frame)`` when given."""
 
-    def __init__(self) -> None:
+    def __init__(self, reply: Callable[[str | bytes], str | bytes] | None = None) -> None:
+        self.reply = reply
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.url = ""
@@ -42,7 +44,7 @@ class EchoBackend:
 
     async def _echo(self, ws) -> None:
         async for message in ws:
-            await ws.send(message)
+            await ws.send(message if self.reply is None else self.reply(message))
 
     def __enter__(self) -> EchoBackend:
         self._thread.start()
