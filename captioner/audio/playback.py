@@ -3,10 +3,22 @@
 PCM s16le arrives in bursts from the network. :class:`Player` resamples it with
 soxr (the server's 24 kHz → the device's rate) on the asyncio side and writes it
 into a preallocated ring buffer; PortAudio's callback only copies from the ring
-(no allocation of sample buffers, no locks, no logging). A small prebuffer
-(jitter buffer) absorbs arrival jitter; when the ring runs dry mid-reply that
-is an underrun: counted, silence played, and a prebuffer twice as large (up to
-4×, for the rest of the reply) refilled before playback resumes.
+(no allocation of sample buffers, no locks, no logging).
+
+Jitter buffer: a reply is scheduled to start at a point on the device's clock,
+not when the ring holds some amount. The callback tracks the device clock as
+the lower envelope of its requests (``frames requested − rate·t``) and how far
+above it the device reads ahead (PortAudio through ALSA's ``pulse`` plugin asks
+for a whole 30 ms period at once; measured, not assumed). Audio arriving at
+wall time *t* can be played without a gap from device time *t* + read-ahead +
+the resampler's look-ahead (samples soxr holds until later input arrives) +
+``prebuffer_ms`` of network jitter, so that is where the first sample goes;
+the callback may start it inside a block, after a few ms of silence. Starting
+earlier (as soon as one chunk is in the ring) runs dry when the next chunk of a
+server paced at exactly real time arrives a fraction of a ms after the
+device's next period request. When the ring does run dry mid-reply that is an
+underrun: counted, silence played, and the next start scheduled with twice the
+jitter allowance (up to 4×, for the rest of the reply).
 
 The ring is single-producer/single-consumer: the producer only advances
 ``_written``, the callback only advances ``_read``; each reads the other's
@@ -32,6 +44,10 @@ import sounddevice as sd
 import soxr
 
 log = logging.getLogger(__name__)
+
+# How fast the device-clock estimate may rise on its own (fraction of the rate): covers
+# a device clock a little faster than time.monotonic, and recovery after a stall.
+_CLOCK_SLEW = 0.0005
 
 
 class PlaybackError(RuntimeError):
@@ -106,6 +122,10 @@ class PlaybackStats:
     first_write_at: float | None  # monotonic time of the reply's first write()
     ready_at: float | None  # monotonic time the prebuffer filled (or the reply ended)
     first_sample_at: float | None  # monotonic time the callback handed its first sample
+    # when that sample is due on the device's clock (monotonic; add the device's fixed
+    # output latency for when it sounds); after first_sample_at if it starts mid-block
+    first_sample_due: float | None
+    read_ahead: int  # frames the device requests ahead of its clock (its period)
     samples_played: int  # at the device rate, this reply
     device_rate: int
 
@@ -121,20 +141,38 @@ class Player:
         self,
         device: str | int | None = None,
         *,
-        prebuffer_ms: float = 80.0,
+        prebuffer_ms: float = 10.0,
         block_ms: float = 10.0,
         buffer_seconds: float = 20.0,
         latency: str | float = 0.1,  # device buffer, s: robust on busy machines
         on_underrun: Callable[[int], None] | None = None,
         warmup_timeout: float = 5.0,
+        quality: str = "LQ",
     ) -> None:
-        """``on_underrun(total)`` runs on the event loop each time the ring runs dry."""
+        """``on_underrun(total)`` runs on the event loop each time the ring runs dry.
+
+        ``prebuffer_ms`` is the allowance for network jitter, on top of the device's
+        read-ahead and the resampler's look-ahead. ``quality`` is soxr's: "LQ" is flat
+        within 0.3 dB to 9 kHz with > 110 dB SNR at 24 kHz → 44.1 kHz, enough for
+        speech, and holds back < 1 ms of audio where "HQ" holds 12 ms (pure latency).
+        """
         self.device_spec = device
         self.on_underrun = on_underrun
         self.warmup_timeout = warmup_timeout
+        self.quality = quality
         self._warm = asyncio.Event()
         self._warm_target = 0
+        self._measure_target = 0
         self._frames_requested = 0
+        # The device clock, kept by the callback: frames requested so far (_dev_pos) and
+        # the lower envelope of (_dev_pos − rate·t), allowed to rise by _CLOCK_SLEW.
+        self._dev_pos = 0
+        self._clock_c = math.inf
+        self._clock_t = 0.0
+        self._read_ahead = 0  # measured once warm; 0 = not yet
+        self._read_ahead_cap = 0
+        self._start_pos: int | None = None  # device frame where the next start goes
+        self._first_sample_due: float | None = None
         self.prebuffer_ms = prebuffer_ms
         self.block_ms = block_ms
         self.buffer_seconds = buffer_seconds
@@ -147,7 +185,6 @@ class Player:
         self._written = 0  # producer-owned
         self._read = 0  # callback-owned
         self._prebuffer = 0
-        self._threshold = 0  # prebuffer minus what the resampler holds back (its delay)
         self._playing = False
         self._ended = False  # no more audio for this reply
         self._discard_until = 0  # producer asks the callback to skip audio before this
@@ -177,7 +214,7 @@ class Player:
         self.device = resolve_output_device(self.device_spec)
         self.rate = int(self.device.default_samplerate) or 48_000
         self._ring = np.zeros(max(1, int(self.rate * self.buffer_seconds)), dtype=np.float32)
-        self._prebuffer = self._threshold = int(self.rate * self.prebuffer_ms / 1000)
+        self._prebuffer = int(self.rate * self.prebuffer_ms / 1000)
         try:
             self._stream = sd.OutputStream(
                 samplerate=self.rate,
@@ -188,7 +225,12 @@ class Player:
                 latency=self.latency,
                 callback=self._callback,
             )
-            self._warm_target = int(self._stream.latency * self.rate) + 5 * self._stream.blocksize
+            device_buffer = int(self._stream.latency * self.rate)
+            self._read_ahead_cap = device_buffer + self._stream.blocksize
+            # Warm once the device buffer has been filled (one large first request);
+            # then watch two buffers' worth of requests to measure the read-ahead.
+            self._warm_target = device_buffer + 5 * self._stream.blocksize
+            self._measure_target = self._warm_target + 2 * device_buffer
             self._stream.start()
         except (sd.PortAudioError, ValueError) as exc:
             self._stream = None
@@ -224,11 +266,12 @@ class Player:
         self._reply += 1
         self._in_rate = sample_rate
         self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
-                                              quality="HQ")
+                                              quality=self.quality)
         self._first_write_at = None
         self._reply_underruns_start = self._underruns
         self._ready_at = None
         self._first_sample_at = None
+        self._first_sample_due = None
         self._reply_read_start = self._written
         self._drained.clear()
         self._drain_signalled = False
@@ -241,7 +284,7 @@ class Player:
         self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
         self._in_rate = sample_rate
         self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
-                                              quality="HQ")
+                                              quality=self.quality)
 
     async def write(self, pcm: bytes) -> None:
         """Queue PCM s16le mono; waits only when the ring is full (network ahead of playback)."""
@@ -252,16 +295,16 @@ class Player:
         samples = np.frombuffer(pcm, dtype="<i2", count=len(pcm) // 2).astype(np.float32)
         samples *= 1.0 / 32768.0
         out = self._resampler.resample_chunk(samples)
-        # Adaptive jitter buffer: each underrun in this reply doubles the prebuffer (up to
-        # 4×) before playback resumes. Audio inside soxr's filter counts as buffered.
-        grow = min(self._underruns - self._reply_underruns_start, 2)
-        self._threshold = max(0, (self._prebuffer << grow) - math.ceil(self._resampler.delay()))
+        reply = self._reply
         await self._put_async(out)
+        if reply == self._reply and self._resampler is not None:
+            self._schedule(math.ceil(self._resampler.delay()))
 
     def finish_reply(self) -> None:
         """No more audio for this reply: play what is buffered, even below the prebuffer."""
         if self._resampler is not None and not self._ended:
             self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+            self._schedule(0)
         self._resampler = None
         self._ended = True
         if self._ready_at is None:
@@ -279,6 +322,7 @@ class Player:
         self._resampler = None
         self._ended = True
         self._discard_until = self._written
+        self._start_pos = None
         if self._stream is None or not self._stream.active:
             self._read = self._written
         self._drained.set()
@@ -291,6 +335,8 @@ class Player:
             first_write_at=self._first_write_at,
             ready_at=self._ready_at,
             first_sample_at=self._first_sample_at,
+            first_sample_due=self._first_sample_due,
+            read_ahead=self._read_ahead or self._read_ahead_cap,
             samples_played=self._read - self._reply_read_start,
             device_rate=self.rate,
         )
@@ -327,41 +373,80 @@ class Player:
         self._ring[pos:pos + first] = out[:first]
         self._ring[:n - first] = out[first:n]
         self._written += n
-        if self._ready_at is None and self._written - self._reply_read_start >= self._threshold:
-            self._ready_at = time.monotonic()
+
+    def _schedule(self, held_back: int) -> None:
+        """If stopped with audio in the ring, place the start on the device's clock.
+
+        Audio written now can play without a gap from device time now + the device's
+        read-ahead + ``held_back`` (frames the resampler still holds) + the jitter
+        allowance, doubled by each underrun in this reply (up to 4×).
+        """
+        if self._playing or self._start_pos is not None or self._written == self._read:
+            return
+        if self._stream is None or math.isinf(self._clock_c):
+            return
+        grow = min(self._underruns - self._reply_underruns_start, 2)
+        read_ahead = self._read_ahead or self._read_ahead_cap
+        lead = read_ahead + held_back + (self._prebuffer << grow)
+        now = time.monotonic()
+        self._start_pos = math.ceil(self.rate * now + self._clock_c + lead)
+        if self._ready_at is None:
+            self._ready_at = now
 
     # --- consumer side: PortAudio's thread ---------------------------------------
 
     def _callback(self, outdata: np.ndarray, frames: int, _time: Any, status: Any) -> None:
+        now = time.monotonic()
         if status.output_underflow:
             self._device_underflows += 1
-        if self._warm_target:
-            self._frames_requested += frames
-            if self._frames_requested >= self._warm_target and self._loop is not None:
-                self._warm_target = 0
-                self._loop.call_soon_threadsafe(self._warm.set)
+        # The device clock: the lower envelope of requests, and the read-ahead above it.
+        pos = self._dev_pos
+        clock = min(pos - self.rate * now,
+                    self._clock_c + _CLOCK_SLEW * self.rate * (now - self._clock_t))
+        self._clock_c, self._clock_t = clock, now
+        self._dev_pos = pos + frames
+        self._frames_requested += frames
+        if self._warm_target and self._frames_requested >= self._warm_target:
+            self._warm_target = 0
+            self._clock_c = math.inf  # restart the envelope after the first large request
+        elif not self._warm_target:
+            ahead = min(pos + frames - self.rate * now - clock, self._read_ahead_cap)
+            if ahead > self._read_ahead:
+                self._read_ahead = math.ceil(ahead)
+            if self._measure_target and self._frames_requested >= self._measure_target:
+                self._measure_target = 0
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(self._warm.set)
         if self._read < self._discard_until:
             self._read = self._discard_until
             self._playing = False
         avail = self._written - self._read
-        if not self._playing and (avail >= self._threshold or (self._ended and avail > 0)):
-            self._playing = True
-        n = min(avail, frames) if self._playing else 0
+        offset = 0
+        if not self._playing:
+            start = self._start_pos
+            if start is not None and start < pos + frames and avail > 0:
+                offset = max(0, start - pos)
+                self._playing = True
+                self._start_pos = None
+        n = min(avail, frames - offset) if self._playing else 0
+        if offset:
+            outdata[:offset].fill(0)
         if n:
             size = len(self._ring)
-            pos = self._read % size
-            first = min(n, size - pos)
-            outdata[:first, 0] = self._ring[pos:pos + first]
+            read = self._read % size
+            first = min(n, size - read)
+            outdata[offset:offset + first, 0] = self._ring[read:read + first]
             if first < n:
-                outdata[first:n, 0] = self._ring[:n - first]
+                outdata[offset + first:offset + n, 0] = self._ring[:n - first]
             if self._first_sample_at is None:
-                self._first_sample_at = time.monotonic()
+                self._first_sample_at = now
+                self._first_sample_due = (pos + offset - clock) / self.rate
             self._read += n
-        if n < frames:
-            outdata[n:].fill(0)
+        if offset + n < frames:
+            outdata[offset + n:].fill(0)
             if self._playing and not self._ended:
                 self._underruns += 1
-                self._playing = False  # refill the prebuffer before resuming
+                self._playing = False  # the next write schedules a later start
                 if self.on_underrun is not None and self._loop is not None:
                     self._loop.call_soon_threadsafe(self.on_underrun, self._underruns)
         loop = self._loop
@@ -375,7 +460,7 @@ class Player:
         if self._ended and not self._drain_signalled and self._written == self._read:
             self._drain_signalled = True
             self._playing = False
-            loop.call_soon_threadsafe(self._drain_after, n / self.rate)
+            loop.call_soon_threadsafe(self._drain_after, (offset + n) / self.rate)
 
     def _drain_after(self, block_seconds: float) -> None:
         """On the loop: the last sample left the ring; it sounds after the device's latency."""

@@ -191,3 +191,39 @@ def test_player_counts_an_underrun_when_the_network_falls_behind(pulse) -> None:
     assert underruns == 1
     assert stats.underruns == 1  # the end of a reply is not an underrun
     assert stats.samples_played >= 2 * (RATE // 5) * stats.device_rate // RATE - 64
+
+
+def test_reply_paced_at_exactly_real_time_plays_without_underruns(
+        pulse, omni_server: ThreadedOmniServer) -> None:
+    """The server sends each 80 ms chunk exactly when its audio is due (1.0×).
+
+    The device reads a whole period (~30 ms) ahead of its clock, so a start on the
+    first chunk's arrival runs dry at one of the next chunk boundaries; the start must
+    be placed on the device's clock after its read-ahead and the resampler's look-ahead.
+    """
+    omni_server.behavior.realtime_factor = 1.0
+    omni_server.behavior.chunk_ms = 80
+    omni_server.behavior.seconds_per_char = 0.03
+    text = "This reply arrives exactly as fast as it plays. " * 2  # ~3 s of audio
+    player = Player("pulse", prebuffer_ms=20)  # headroom for a busy test machine
+
+    async def main():
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"))
+            result = await speaker.speak(text)
+            return result, player.stats()
+        finally:
+            await player.close()
+
+    result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+    assert result.completed and result.first_audio_at is not None
+    session = omni_server.sessions[0]
+    sent_frames = len(session.pcm) // 2 * stats.device_rate // RATE
+    assert stats.samples_played >= sent_frames - 64
+    assert stats.underruns == 0, f"the ring ran dry ({stats})"
+    # The start waited for the device's read-ahead, not for more chunks.
+    assert stats.first_sample_due is not None and stats.first_sample_at is not None
+    budget = (stats.read_ahead / stats.device_rate + 0.020 + 0.010)
+    assert stats.first_sample_due - result.first_audio_at <= budget + 0.010
