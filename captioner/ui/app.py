@@ -46,6 +46,7 @@ from captioner.ui.controller import (
 )
 from captioner.ui.endpoint_tray import EndpointTray
 from captioner.ui.endpoints_page import EndpointsPage
+from captioner.ui.global_shortcut import GlobalShortcuts
 from captioner.ui.history import HistoryWindow
 from captioner.ui.instance import SingleInstance
 from captioner.ui.main_thread_gc import MainThreadGc
@@ -76,6 +77,7 @@ class CaptionerApp(QObject):
                  tray_available: bool | None = None, debug_state_file: str | None = None,
                  endpoints: EndpointManager | None = None,
                  replies: ReplyController | None = None,
+                 global_keys: GlobalShortcuts | None = None,
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.store = store
@@ -99,6 +101,10 @@ class CaptionerApp(QObject):
         self.endpoint_tray = EndpointTray(self.endpoints, self.tray.menu, tray=self.tray)
         self.replies = replies or ReplyController(store, parent=self)
         self.reply_box = ReplyBox(self.replies, store)
+        self.reply_box.addActions(self.actions.keyboard())  # Qt's keys work there too
+        # the reply box opens from any app too (issue #8); started in start()
+        self.global_keys = GlobalShortcuts(parent=self) if global_keys is None else global_keys
+        self.global_keys.set_shortcuts({"reply": settings.shortcuts.reply})
         self.settings_dialog: SettingsDialog | None = None
         self.debug_state_file = debug_state_file
         self._hint_timer = QTimer(self)
@@ -121,6 +127,8 @@ class CaptionerApp(QObject):
         a.history.triggered.connect(self.show_history)
         a.settings.triggered.connect(self.show_settings)
         a.reply.triggered.connect(self.reply_box.show_and_focus)
+        self.global_keys.activated.connect(self._on_global_key)
+        self.global_keys.status_changed.connect(lambda _status: self._show_key_scope())
         self.replies.spoken.connect(self._on_spoken)
         self.endpoints.endpoint_changed.connect(c.set_endpoint_override)
         self.endpoints.endpoint_changed.connect(lambda _url: self._show_source())
@@ -164,6 +172,7 @@ class CaptionerApp(QObject):
             settings.first_run = False
             self.store.touched()
         self.recover_journals()
+        self.global_keys.start()
         if cloud_configured(settings):  # find endpoints left running (by tag)
             self.endpoints.spawn(self.endpoints.attach())
         self.actions.start_stop.setChecked(True)  # starts captioning
@@ -182,6 +191,7 @@ class CaptionerApp(QObject):
 
     async def shutdown(self) -> None:
         """Stop captioning, then cancel and await every task still running."""
+        self.global_keys.stop()
         await self.controller.shutdown()
         await self.replies.aclose()
         await self.endpoints.close()  # stops watching; the endpoints keep what the user chose
@@ -238,6 +248,16 @@ class CaptionerApp(QObject):
             self.overlay.set_notice("Stopping endpoints… (deleting endpoint, config and model)")
             await self.endpoints.stop_all()
         return True
+
+    def _on_global_key(self, name: str) -> None:
+        if name == "reply":
+            self.reply_box.show_and_focus()
+
+    def _show_key_scope(self) -> None:
+        """Say on the Shortcuts page whether the reply shortcut works in every app."""
+        if self.settings_dialog is not None:
+            self.settings_dialog.shortcuts.set_global_note(
+                f"Reply box shortcut: {self.global_keys.status.reason}")
 
     def _on_spoken(self, text: str) -> None:
         self.controller.add_typed(text)
@@ -298,6 +318,7 @@ class CaptionerApp(QObject):
             self.overlay.set_matcher(self.matcher)
         if "shortcuts" in sections:
             self.actions.apply_shortcuts(s.shortcuts)
+            self.global_keys.set_shortcuts({"reply": s.shortcuts.reply})
         if "transcript" in sections:
             self.history.set_folder(Path(s.transcript.folder))
         if "aws" in sections:
@@ -318,6 +339,7 @@ class CaptionerApp(QObject):
         if self.settings_dialog is None:
             self.settings_dialog = SettingsDialog(self.store, self.actions)
             self.settings_dialog.set_endpoints_page(EndpointsPage(self.endpoints))
+            self._show_key_scope()
         self.settings_dialog.reload()
         self.settings_dialog.show()  # never exec(): we run inside the asyncio loop
         self.settings_dialog.raise_()

@@ -116,6 +116,15 @@ class ShortcutsPage(Page):
         note = QLabel("Shortcuts work while any Captioner window is active.")
         note.setWordWrap(True)
         form.addRow(note)
+        self.global_note = QLabel()  # whether the reply shortcut works in every app
+        self.global_note.setWordWrap(True)
+        self.global_note.setAccessibleName("Reply shortcut in other apps")
+        self.global_note.hide()
+        form.addRow(self.global_note)
+
+    def set_global_note(self, text: str) -> None:
+        self.global_note.setText(text)
+        self.global_note.setVisible(bool(text))
 
     def load(self, settings: Settings) -> None:
         for key, edit in self.edits.items():
