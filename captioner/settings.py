@@ -81,6 +81,8 @@ class ShortcutSettings:
     font_bigger: str = "Ctrl+Alt+="
     font_smaller: str = "Ctrl+Alt+-"
     reply: str = "Ctrl+Alt+R"
+    # the reply shortcut also works while another app has focus (the hook sees every key)
+    global_reply: bool = True
 
 
 @dataclass

@@ -12,8 +12,9 @@ runtime_debs=(libportaudio2 libasound2-plugins pulseaudio pulseaudio-utils espea
   libxkbcommon-x11-0 libxcb-cursor0 libegl1 libgl1 libxcb-icccm4 libxcb-keysyms1
   libxcb-shape0 libxcb-xinerama0 libxcb-randr0 libxcb-render-util0 libxcb-image0
   libdbus-1-3 libfontconfig1 fonts-dejavu-core libspeechd2 speech-dispatcher
-  speech-dispatcher-espeak-ng)
-test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils)
+  speech-dispatcher-espeak-ng
+  gcc libc6-dev linux-libc-dev)  # pynput's evdev (Linux) builds from source
+test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils xdotool)
 
 apt_install() {
   local missing=()

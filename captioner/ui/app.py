@@ -105,6 +105,7 @@ class CaptionerApp(QObject):
         # the reply box opens from any app too (issue #8); started in start()
         self.global_keys = GlobalShortcuts(parent=self) if global_keys is None else global_keys
         self.global_keys.set_shortcuts({"reply": settings.shortcuts.reply})
+        self.global_keys.set_enabled(settings.shortcuts.global_reply)
         self.settings_dialog: SettingsDialog | None = None
         self.debug_state_file = debug_state_file
         self._hint_timer = QTimer(self)
@@ -319,6 +320,7 @@ class CaptionerApp(QObject):
         if "shortcuts" in sections:
             self.actions.apply_shortcuts(s.shortcuts)
             self.global_keys.set_shortcuts({"reply": s.shortcuts.reply})
+            self.global_keys.set_enabled(s.shortcuts.global_reply)
         if "transcript" in sections:
             self.history.set_folder(Path(s.transcript.folder))
         if "aws" in sections:

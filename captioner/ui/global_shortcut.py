@@ -46,6 +46,7 @@ XWAYLAND_ONLY = ("Works while an X11 app has focus; Wayland apps do not share th
 ONLY_HERE = "Works only while a Captioner window is active: "
 ONLY_HERE_SENTENCE = "It works only while a Captioner window is active."
 NOT_SET = "No shortcut is set."
+TURNED_OFF = "Turned off: works only while a Captioner window is active."
 
 _MODIFIERS = (  # Qt modifier → pynput key; on macOS Qt's Ctrl is ⌘ and its Meta is Control
     (Qt.KeyboardModifier.ControlModifier, "<ctrl>", "<cmd>"),
@@ -143,6 +144,7 @@ class GlobalShortcuts(QObject):
         self._app_has_focus = app_has_focus
         self._platform = platform
         self._listener: Any = None  # a pynput listener (a threading.Thread)
+        self._enabled = True
         self._status = HookStatus(False, "Not started.")
         self._hit.connect(self._on_hit, Qt.ConnectionType.QueuedConnection)
         self._died.connect(self._on_died, Qt.ConnectionType.QueuedConnection)
@@ -165,9 +167,22 @@ class GlobalShortcuts(QObject):
             self.stop()
             self.start()
 
+    def set_enabled(self, enabled: bool) -> None:
+        """Turn the hook off (it sees every key typed) or back on; off also stops it."""
+        was_running = self._listener is not None
+        self._enabled = enabled
+        if not enabled:
+            self.stop()
+            self._set_status(HookStatus(False, TURNED_OFF))
+        elif was_running or self._status.reason == TURNED_OFF:
+            self.start()
+
     def start(self) -> HookStatus:
         """Start watching; never raises: a hook that cannot run is a status."""
         if self._listener is not None:
+            return self._status
+        if not self._enabled:
+            self._set_status(HookStatus(False, TURNED_OFF))
             return self._status
         hotkeys, problems = {}, []
         for name, sequence in self._shortcuts.items():

@@ -245,6 +245,34 @@ def test_stop_ends_the_listener_thread_and_new_keys_restart_it(qtbot, keys, xser
     assert keys.listener_thread is None and not keys.status.available
 
 
+def test_turned_off_the_hook_stops_and_says_so_and_comes_back_when_turned_on(
+        qtbot, keys, xserver):
+    assert keys.start().available
+    thread = keys.listener_thread
+    keys.set_enabled(False)
+    assert thread is not None and not thread.is_alive()
+    assert keys.listener_thread is None
+    assert not keys.status.available and "Turned off" in keys.status.reason
+    assert not keys.start().available  # stays off until turned on
+    keys.set_enabled(True)
+    assert keys.status.available and keys.listener_thread is not None
+    press_until_seen(qtbot, xserver, keys.activated, "ctrl+shift+m")
+
+
+def test_the_shortcuts_page_turns_the_global_reply_shortcut_off(qapp, qtbot, tmp_path):
+    from captioner.settings import Settings
+    from captioner.ui.settings.other_pages import ShortcutsPage
+
+    page = ShortcutsPage()
+    qtbot.addWidget(page)
+    settings = Settings()
+    page.load(settings)
+    assert page.global_reply.isChecked()
+    page.global_reply.setChecked(False)
+    assert page.write(settings) == {}
+    assert settings.shortcuts.global_reply is False
+
+
 # --- where there is no hook -----------------------------------------------------
 
 def _free_display() -> str:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (
+    QCheckBox,
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
@@ -116,6 +117,13 @@ class ShortcutsPage(Page):
         note = QLabel("Shortcuts work while any Captioner window is active.")
         note.setWordWrap(True)
         form.addRow(note)
+        self.global_reply = QCheckBox("The reply shortcut also works in &other apps")
+        self.global_reply.setAccessibleName("Reply shortcut works in other apps")
+        why = ("Captioner then watches every key press in your session to spot the "
+               "shortcut; it neither keeps nor logs them.")
+        self.global_reply.setToolTip(why)
+        self.global_reply.setAccessibleDescription(why)
+        form.addRow(self.global_reply)
         self.global_note = QLabel()  # whether the reply shortcut works in every app
         self.global_note.setWordWrap(True)
         self.global_note.setAccessibleName("Reply shortcut in other apps")
@@ -129,6 +137,7 @@ class ShortcutsPage(Page):
     def load(self, settings: Settings) -> None:
         for key, edit in self.edits.items():
             edit.setKeySequence(QKeySequence(getattr(settings.shortcuts, key)))
+        self.global_reply.setChecked(settings.shortcuts.global_reply)
 
     def write(self, out: Settings) -> Errors:
         values = {key: edit.keySequence().toString() for key, edit in self.edits.items()}
@@ -136,6 +145,7 @@ class ShortcutsPage(Page):
         if not errors:
             for key, seq in values.items():
                 setattr(out.shortcuts, key, seq)
+            out.shortcuts.global_reply = self.global_reply.isChecked()
         return errors
 
 
