@@ -114,7 +114,7 @@ async def run_floor(blocks: list[np.ndarray], chunk_bytes: int, realtime: bool) 
     per_chunk = chunk_bytes // 2 * (RATE // TARGET_RATE)  # device frames in one chunk
     state = {"wake_at": per_chunk, "pending": False, "wakes": 0}
     woken = asyncio.Event()
-    done = asyncio.Event()
+    finished = [False]
 
     def on_block(block: np.ndarray, overflowed: bool) -> None:
         ring.write(block)
@@ -124,18 +124,15 @@ async def run_floor(blocks: list[np.ndarray], chunk_bytes: int, realtime: bool) 
 
     def feeder() -> None:
         callback_cpu[0] = feed(blocks, on_block, lambda i: not state["pending"], realtime)
-        loop.call_soon_threadsafe(done.set)
+        finished[0] = True
+        loop.call_soon_threadsafe(woken.set)
 
     callback_cpu = [0.0]
     start = time.thread_time()
     thread = threading.Thread(target=feeder)
     thread.start()
-    while not done.is_set():
-        waiter = asyncio.ensure_future(woken.wait())
-        finished = asyncio.ensure_future(done.wait())
-        await asyncio.wait((waiter, finished), return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
-        finished.cancel()
+    while not finished[0]:
+        await woken.wait()
         woken.clear()
         _, frames = ring.segments()
         ring.release(frames)
