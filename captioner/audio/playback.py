@@ -20,6 +20,18 @@ device's next period request. When the ring does run dry mid-reply that is an
 underrun: counted, silence played, and the next start scheduled with twice the
 jitter allowance (up to 4×, for the rest of the reply).
 
+Adaptive playout rate (:mod:`captioner.audio.playout`): that small start-up allowance
+is grown while the reply plays instead of before it starts. At each arrival the
+producer measures the margin: how far the audio written so far reaches past the
+device's clock plus its read-ahead (what the allowance was at the start; jitter and
+a server slower than the device shrink it). Below ``margin_ms`` the controller
+stretches the audio by up to ``max_stretch`` (3 %: half a semitone, far less than
+the pitch movements of ordinary intonation, and a tempo change nobody hears; enough
+to build 20 ms of margin in under a second or to absorb a 1 % slow server three times
+over), gliding in and out; above it, audio plays at its own rate, bit for bit. The
+stretch is applied after soxr, on the producer side, so the callback is unchanged.
+At the end of a reply nothing is stretched: what is buffered plays out.
+
 The ring is single-producer/single-consumer: the producer only advances
 ``_written``, the callback only advances ``_read``; each reads the other's
 counter, which the GIL makes atomic.
@@ -42,6 +54,8 @@ from typing import Any
 import numpy as np
 import sounddevice as sd
 import soxr
+
+from captioner.audio.playout import PlayoutController, Stretcher
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +142,11 @@ class PlaybackStats:
     read_ahead: int  # frames the device requests ahead of its clock (its period)
     samples_played: int  # at the device rate, this reply
     device_rate: int
+    # adaptive playout, this reply: frames added by stretching, the largest stretch used
+    # (0.03 = 3 % slower) and the lowest margin seen after the start (ms; None: none)
+    stretched_frames: int = 0
+    max_stretch_used: float = 0.0
+    min_margin_ms: float | None = None
 
 
 class Player:
@@ -148,6 +167,8 @@ class Player:
         on_underrun: Callable[[int], None] | None = None,
         warmup_timeout: float = 5.0,
         quality: str = "LQ",
+        margin_ms: float = 30.0,
+        max_stretch: float = 0.03,
     ) -> None:
         """``on_underrun(total)`` runs on the event loop each time the ring runs dry.
 
@@ -155,6 +176,9 @@ class Player:
         read-ahead and the resampler's look-ahead. ``quality`` is soxr's: "LQ" is flat
         within 0.3 dB to 9 kHz with > 110 dB SNR at 24 kHz → 44.1 kHz, enough for
         speech, and holds back < 1 ms of audio where "HQ" holds 12 ms (pure latency).
+
+        ``margin_ms`` is the jitter margin the playout controller builds up once a reply
+        plays, by stretching it by at most ``max_stretch`` (0 turns the controller off).
         """
         self.device_spec = device
         self.on_underrun = on_underrun
@@ -203,6 +227,13 @@ class Player:
         self._ready_at: float | None = None
         self._first_sample_at: float | None = None
         self._reply_read_start = 0
+        # device frame of ring index 0 while playing: set by the callback at each start
+        self._ring_to_dev = 0
+        self._controller = PlayoutController(target_ms=margin_ms, max_stretch=max_stretch)
+        self._stretcher = Stretcher()
+        self._stretched = 0
+        self._max_stretch_used = 0.0
+        self._min_margin: float | None = None
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -273,6 +304,11 @@ class Player:
         self._first_sample_at = None
         self._first_sample_due = None
         self._reply_read_start = self._written
+        self._controller.reset()
+        self._stretcher = Stretcher()
+        self._stretched = 0
+        self._max_stretch_used = 0.0
+        self._min_margin = None
         self._drained.clear()
         self._drain_signalled = False
         self._ended = False
@@ -281,7 +317,8 @@ class Player:
         """A sentence announced another rate: flush the resampler and switch."""
         if sample_rate == self._in_rate or self._resampler is None:
             return
-        self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+        self._put(self._stretch(self._resampler.resample_chunk(np.zeros(0, np.float32),
+                                                               last=True)))
         self._in_rate = sample_rate
         self._resampler = soxr.ResampleStream(sample_rate, self.rate, 1, dtype="float32",
                                               quality=self.quality)
@@ -294,16 +331,21 @@ class Player:
             self._first_write_at = time.monotonic()
         samples = np.frombuffer(pcm, dtype="<i2", count=len(pcm) // 2).astype(np.float32)
         samples *= 1.0 / 32768.0
-        out = self._resampler.resample_chunk(samples)
+        margin = self._margin_ms()
+        if margin is not None and (self._min_margin is None or margin < self._min_margin):
+            self._min_margin = margin
+        self._controller.update(time.monotonic(), margin)
+        out = self._stretch(self._resampler.resample_chunk(samples))
         reply = self._reply
         await self._put_async(out)
         if reply == self._reply and self._resampler is not None:
-            self._schedule(math.ceil(self._resampler.delay()))
+            self._schedule(math.ceil(self._resampler.delay() + self._stretcher.held_back))
 
     def finish_reply(self) -> None:
         """No more audio for this reply: play what is buffered, even below the prebuffer."""
         if self._resampler is not None and not self._ended:
-            self._put(self._resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+            tail = self._resampler.resample_chunk(np.zeros(0, np.float32), last=True)
+            self._put(self._stretch(tail, last=True))
             self._schedule(0)
         self._resampler = None
         self._ended = True
@@ -339,7 +381,36 @@ class Player:
             read_ahead=self._read_ahead or self._read_ahead_cap,
             samples_played=self._read - self._reply_read_start,
             device_rate=self.rate,
+            stretched_frames=self._stretched,
+            max_stretch_used=self._max_stretch_used,
+            min_margin_ms=self._min_margin,
         )
+
+    # --- adaptive playout --------------------------------------------------------
+
+    def _margin_ms(self) -> float | None:
+        """How far the audio written so far reaches past the device's next requests.
+
+        The device position of everything written, minus its clock now and its
+        read-ahead: the jitter allowance left (None when not playing).
+        """
+        if not self._playing or self._ended or math.isinf(self._clock_c):
+            return None
+        end = self._written + self._ring_to_dev
+        device_now = self.rate * time.monotonic() + self._clock_c
+        read_ahead = self._read_ahead or self._read_ahead_cap
+        return (end - device_now - read_ahead) * 1000.0 / self.rate
+
+    def _stretch(self, out: np.ndarray, *, last: bool = False) -> np.ndarray:
+        """Pass resampled audio through the stretcher at the controller's current ratio."""
+        stretch = 0.0 if last else self._controller.stretch
+        if self._max_stretch_used == 0.0 and stretch == 0.0:
+            return out  # nominal so far: the stretcher would copy; skip its 2-sample delay
+        if stretch > self._max_stretch_used:
+            self._max_stretch_used = stretch
+        stretched = self._stretcher.process(out, stretch, last=last)
+        self._stretched += len(stretched) - len(out)
+        return stretched
 
     # --- producer side of the ring ---------------------------------------------
 
@@ -426,6 +497,7 @@ class Player:
             start = self._start_pos
             if start is not None and start < pos + frames and avail > 0:
                 offset = max(0, start - pos)
+                self._ring_to_dev = pos + offset - self._read
                 self._playing = True
                 self._start_pos = None
         n = min(avail, frames - offset) if self._playing else 0

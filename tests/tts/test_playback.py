@@ -108,7 +108,9 @@ def test_reply_reaches_the_sink_intact_and_starts_before_the_last_chunk(
     assert stats.first_sample_at is not None and session.last_chunk_sent_at is not None
     assert stats.first_sample_at < session.last_chunk_sent_at
     assert stats.first_write_at is not None and stats.first_write_at <= stats.first_sample_at
-    # What the sink played is what the server sent.
+    # The server ran ahead, so the playout controller never stretched: what the sink
+    # played is what the server sent, sample for sample after resampling.
+    assert stats.max_stretch_used == 0.0 and stats.stretched_frames == 0
     heard, said = _loud(recorded), _loud(sent)
     heard_s = (heard[-1] - heard[0]) / RATE
     said_s = (said[-1] - said[0]) / RATE
@@ -223,7 +225,98 @@ def test_reply_paced_at_exactly_real_time_plays_without_underruns(
     sent_frames = len(session.pcm) // 2 * stats.device_rate // RATE
     assert stats.samples_played >= sent_frames - 64
     assert stats.underruns == 0, f"the ring ran dry ({stats})"
+    # Any stretch the playout controller used to grow the margin stayed within its bound.
+    assert stats.samples_played == pytest.approx(sent_frames + stats.stretched_frames, abs=64)
+    assert 0 <= stats.stretched_frames <= 0.03 * sent_frames
     # The start waited for the device's read-ahead, not for more chunks.
     assert stats.first_sample_due is not None and stats.first_sample_at is not None
     budget = (stats.read_ahead / stats.device_rate + 0.020 + 0.010)
     assert stats.first_sample_due - result.first_audio_at <= budget + 0.010
+
+
+def _stretched_match(recorded: np.ndarray, segment: np.ndarray, near: int,
+                     stretches: np.ndarray) -> tuple[float, float, int]:
+    """Best (NCC, stretch, position) of ``segment`` played slower by one of ``stretches``,
+    searched within 100 ms of ``near`` in ``recorded``."""
+    lo = max(0, near - RATE // 10)
+    window = recorded[lo: near + len(segment) * 11 // 10 + RATE // 10]
+    best = (-1.0, 0.0, 0)
+    for stretch in stretches:
+        n = int(len(segment) * (1 + stretch))
+        slow = np.interp(np.arange(n) / (1 + stretch), np.arange(len(segment)), segment)
+        corr = signal.correlate(window, slow, mode="valid", method="fft")
+        energy = np.concatenate([[0.0], np.cumsum(window**2)])
+        ncc = corr / (np.sqrt(np.maximum(energy[n:] - energy[:-n], 1e-12))
+                      * np.linalg.norm(slow))
+        k = int(np.argmax(ncc))
+        if ncc[k] > best[0]:
+            best = (float(ncc[k]), float(stretch), lo + k)
+    return best
+
+
+@pytest.mark.parametrize("max_stretch", [0.03, 0.0], ids=["controller", "no-controller"])
+def test_server_slower_than_the_device_plays_without_underruns_stretched_within_bound(
+        pulse, omni_server: ThreadedOmniServer, max_stretch: float) -> None:
+    """The server delivers 0.98 s of audio per second of the device's clock.
+
+    A Player started with the default 10 ms jitter allowance loses 20 ms of margin a
+    second; without the playout controller the ring runs dry within a few seconds
+    (the test's premise, checked with ``max_stretch=0``). With it, the reply is
+    played up to 3 % slower while the margin is low: no underrun, and what the sink
+    plays is what the server sent, each piece found at a stretch within that bound.
+    """
+    omni_server.behavior.realtime_factor = 1 / 0.98
+    omni_server.behavior.chunk_ms = 80
+    omni_server.behavior.seconds_per_char = 0.03
+    text = "This sentence arrives slower than the device plays. " * 3  # ~4.7 s of audio
+    recorder = MonitorRecorder(pulse, pulse.monitor)
+    player = Player("pulse", max_stretch=max_stretch)  # the default 10 ms allowance
+
+    async def main():
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"))
+            result = await speaker.speak(text)
+            return result, player.stats()
+        finally:
+            await player.close()
+
+    try:
+        result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+        assert recorder.wait_for(_finished, 10), "no complete reply reached the sink's monitor"
+        recorded = recorder.samples()
+    finally:
+        recorder.stop()
+    assert result.completed
+    if max_stretch == 0.0:
+        assert stats.underruns > 0, f"a 2 % slower server did not run the ring dry ({stats})"
+        return
+    assert stats.underruns == 0, f"the ring ran dry ({stats})"
+    assert 0 < stats.max_stretch_used <= max_stretch
+
+    sent = np.frombuffer(bytes(omni_server.sessions[0].pcm), "<i2").astype(np.float64) / 32768
+    heard, said = _loud(recorded), _loud(sent)
+    heard_s = (heard[-1] - heard[0]) / RATE
+    said_s = (said[-1] - said[0]) / RATE
+    # Longer by exactly what the controller added, which is within its bound.
+    assert heard_s - said_s == pytest.approx(stats.stretched_frames / stats.device_rate,
+                                             abs=0.015)
+    assert said_s <= heard_s <= said_s * (1 + max_stretch) + 0.015
+    # Piece by piece (40 ms every 120 ms), the sent audio is found where the mapping
+    # predicts, played slower by at most the bound (too short a piece to tell how much).
+    stretches = np.linspace(0.0, max_stretch, 13)
+    seg = RATE * 40 // 1000
+    scale = heard_s / said_s
+    matches = []
+    for k in range(said[0], said[-1] - seg, RATE * 120 // 1000):
+        piece = sent[k:k + seg]
+        if np.sqrt(np.mean(piece**2)) < 0.1:
+            continue  # a sentence boundary: too little to correlate
+        near = heard[0] + int((k - said[0]) * scale)
+        matches.append(_stretched_match(recorded, piece, near, stretches))
+    ncc = np.array([m[0] for m in matches])
+    where = np.array([m[2] for m in matches])
+    assert len(matches) > 30
+    assert np.median(ncc) >= 0.95 and ncc.min() >= 0.8, f"pieces differ: {np.sort(ncc)[:5]}"
+    assert np.all(np.diff(where) > 0)  # in order
