@@ -20,11 +20,16 @@ Figures:
 - underruns during one long reply (default 60 s) paced at exactly real time
   (worst case: a real GPU server generates faster; chunks arrive exactly when due).
   Target 0. Also at ``--drift`` (default 0.995): the server delivers 0.995 s of audio
-  per second of the device's clock, i.e. a device clock 0.5 % fast; the Player has no
-  drift compensation, so this shows what that costs.
+  per second of the device's clock, i.e. a device clock 0.5 % fast.
+- adaptive playout: the Player stretches a reply by up to ``--max-stretch`` (default
+  3 %) while its jitter margin is below 30 ms (captioner/audio/playout.py). Each long
+  reply prints the stretch range used, the frames it added and the lowest margin seen;
+  with ``--compare`` each is played again with the controller off (``max_stretch=0``),
+  the baseline it is judged against.
 
 Usage: .venv/bin/python bench/bench_tts.py [--seconds 60] [--replies 10]
-       [--prebuffer-ms 10 20] [--chunk-ms 80] [--drift 0.995]
+       [--prebuffer-ms 10 20] [--chunk-ms 80] [--drift 0.995] [--max-stretch 0.03]
+       [--compare]
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from captioner.audio.devices import refresh_portaudio
-from captioner.audio.playback import Player
+from captioner.audio.playback import PlaybackStats, Player
 from captioner.transport.websocket import websocket_connector
 from captioner.tts.events import SessionConfig
 from captioner.tts.speaker import Speaker
@@ -103,9 +108,10 @@ async def latency(url: str, replies: int, prebuffer_ms: float) -> tuple[list, li
     return handed, due, 1000 * s.read_ahead / s.device_rate
 
 
-async def long_reply(url: str, seconds: float, prebuffer_ms: float) -> tuple[int, int, float]:
-    """Underruns and device underflows during one reply of ``seconds``, and its wall time."""
-    player = Player("pulse", prebuffer_ms=prebuffer_ms)
+async def long_reply(url: str, seconds: float, prebuffer_ms: float, max_stretch: float,
+                     ) -> tuple[PlaybackStats, float]:
+    """The Player's figures after one reply of ``seconds``, and its wall time."""
+    player = Player("pulse", prebuffer_ms=prebuffer_ms, max_stretch=max_stretch)
     await player.open()
     try:
         speaker = Speaker(websocket_connector(url), player, CONFIG)
@@ -115,8 +121,7 @@ async def long_reply(url: str, seconds: float, prebuffer_ms: float) -> tuple[int
         elapsed = time.monotonic() - start
         if not result.completed:
             raise RuntimeError(f"the long reply failed: {result.error}")
-        s = player.stats()
-        return s.underruns, s.device_underflows, elapsed
+        return player.stats(), elapsed
     finally:
         await player.close()
 
@@ -135,14 +140,27 @@ async def main(args: argparse.Namespace) -> None:
                   f"({ratio:.2f}× baseline; target ≤ 30 ms)")
             print(f"  first PCM byte → that sample due on the device clock: {summary(due)}  "
                   f"(+ the device's fixed output latency)")
+        stretches = [args.max_stretch] + ([0.0] if args.compare and args.max_stretch else [])
         for factor in (1.0, args.drift) if args.drift else (1.0,):
             behavior.realtime_factor = 1.0 / factor
             for prebuffer in args.prebuffer_ms:
-                under, xruns, elapsed = await long_reply(server.url, args.seconds, prebuffer)
-                print(f"\n{args.seconds:g} s reply, server at {factor:g}x the device's rate, "
-                      f"prebuffer {prebuffer:g} ms: underruns {under}"
-                      f"{' (target 0)' if factor == 1.0 else ''}, device underflows {xruns}, "
-                      f"took {elapsed:.1f} s")
+                for max_stretch in stretches:
+                    s, elapsed = await long_reply(server.url, args.seconds, prebuffer,
+                                                  max_stretch)
+                    label = (f"playout stretch ≤ {100 * max_stretch:g} %" if max_stretch
+                             else "no playout control")
+                    print(f"\n{args.seconds:g} s reply, server at {factor:g}x the device's rate, "
+                          f"prebuffer {prebuffer:g} ms, {label}: underruns {s.underruns}"
+                          f"{' (target 0)' if max_stretch else ''}, device underflows "
+                          f"{s.device_underflows}, took {elapsed:.1f} s")
+                    if max_stretch:
+                        played = s.samples_played - s.stretched_frames
+                        low = "n/a" if s.min_margin_ms is None else f"{s.min_margin_ms:.1f} ms"
+                        print(f"  playout rate 1.000 … {1 / (1 + s.max_stretch_used):.3f}× "
+                              f"(stretch 0 … {100 * s.max_stretch_used:.2f} %), "
+                              f"{1000 * s.stretched_frames / s.device_rate:.0f} ms added "
+                              f"({100 * s.stretched_frames / max(played, 1):.2f} % on average), "
+                              f"lowest margin {low}")
 
 
 def cli() -> None:
@@ -153,6 +171,10 @@ def cli() -> None:
     parser.add_argument("--drift", type=float, default=0.995,
                         help="second long reply: server speed relative to the device (0: skip)")
     parser.add_argument("--chunk-ms", type=float, default=80.0)
+    parser.add_argument("--max-stretch", type=float, default=0.03,
+                        help="adaptive playout bound for the long replies (0: off)")
+    parser.add_argument("--compare", action="store_true",
+                        help="play each long reply again with adaptive playout off")
     args = parser.parse_args()
     daemon = PulseDaemon()
     daemon.start()
