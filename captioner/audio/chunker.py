@@ -4,13 +4,14 @@ The Realtime protocol takes audio in ``input_audio_buffer.append`` events; each
 event costs a JSON frame, so chunk size trades latency for overhead (DESIGN §3):
 2048 bytes ≈ 64 ms, 4096 ≈ 128 ms, 8192 ≈ 256 ms of 16 kHz PCM16.
 
-4096 bytes is the default. bench/bench_pipeline.py (48 kHz stereo in, 10 ms
-blocks, on a loaded 2-core machine) measured about 5.2 / 4.2 / 1.6 ms CPU per
-audio second at 2 / 4 / 8 KB (a naive pipeline: 35-48). Every size costs under
-0.5 % of one core, so CPU does not decide; latency does: 8 KB holds each word
-back another 128 ms before the recogniser can see it, while 2 KB doubles the
-per-event overhead for 64 ms gained. Voxtral consumes 80 ms frames, so 128 ms
-chunks always carry at least one whole frame.
+4096 bytes is the default. bench/bench_pipeline.py (48 kHz stereo in, 32 ms
+blocks, 2-core VM) measured about 4.8 / 2.8 / 1.7 ms CPU per audio second at
+2 / 4 / 8 KB back to back (a naive pipeline: about 16), and 8.5 ms at 4 KB with
+blocks arriving in real time, half of it the bare hand-off to the loop. Every
+size costs under 1 % of one core, so CPU does not decide; latency does: 8 KB
+holds each word back another 128 ms before the recogniser can see it, while
+2 KB doubles the per-event overhead for 64 ms gained. Voxtral consumes 80 ms
+frames, so 128 ms chunks always carry at least one whole frame.
 
 The partial chunk lives in one preallocated ``bytearray``; whole chunks are cut
 straight from the input when nothing is pending, so there is no per-call
