@@ -76,6 +76,22 @@ def _best_ncc(recorded: np.ndarray, sent: np.ndarray) -> float:
     return float(np.max(ncc))
 
 
+def speak(omni_server: ThreadedOmniServer, player: Player, text: str):
+    """Open ``player``, speak ``text`` through the local server, close; (result, stats)."""
+
+    async def main():
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"))
+            result = await speaker.speak(text)
+            return result, player.stats()
+        finally:
+            await player.close()
+
+    return asyncio.run(asyncio.wait_for(main(), 30))
+
+
 def test_reply_reaches_the_sink_intact_and_starts_before_the_last_chunk(
         pulse, omni_server: ThreadedOmniServer) -> None:
     omni_server.behavior.realtime_factor = 0.5  # chunks arrive over ~1.1 s for ~2.2 s of audio
@@ -83,19 +99,8 @@ def test_reply_reaches_the_sink_intact_and_starts_before_the_last_chunk(
     recorder = MonitorRecorder(pulse, pulse.monitor)
     player = Player("pulse", prebuffer_ms=150)  # headroom for a busy test machine
 
-    async def main():
-        await player.open()
-        try:
-            speaker = Speaker(websocket_connector(omni_server.url), player,
-                              SessionConfig(voice="vivian", language="English"))
-            result = await speaker.speak(TEXT)
-            stats = player.stats()
-        finally:
-            await player.close()
-        return result, stats
-
     try:
-        result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+        result, stats = speak(omni_server, player, TEXT)
         assert recorder.wait_for(_finished, 10), "no complete reply reached the sink's monitor"
         recorded = recorder.samples()
     finally:
@@ -209,17 +214,7 @@ def test_reply_paced_at_exactly_real_time_plays_without_underruns(
     text = "This reply arrives exactly as fast as it plays. " * 2  # ~3 s of audio
     player = Player("pulse", prebuffer_ms=20)  # headroom for a busy test machine
 
-    async def main():
-        await player.open()
-        try:
-            speaker = Speaker(websocket_connector(omni_server.url), player,
-                              SessionConfig(voice="vivian", language="English"))
-            result = await speaker.speak(text)
-            return result, player.stats()
-        finally:
-            await player.close()
-
-    result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+    result, stats = speak(omni_server, player, text)
     assert result.completed and result.first_audio_at is not None
     session = omni_server.sessions[0]
     sent_frames = len(session.pcm) // 2 * stats.device_rate // RATE
@@ -272,18 +267,8 @@ def test_server_slower_than_the_device_plays_without_underruns_stretched_within_
     recorder = MonitorRecorder(pulse, pulse.monitor)
     player = Player("pulse", max_stretch=max_stretch)  # the default 10 ms allowance
 
-    async def main():
-        await player.open()
-        try:
-            speaker = Speaker(websocket_connector(omni_server.url), player,
-                              SessionConfig(voice="vivian", language="English"))
-            result = await speaker.speak(text)
-            return result, player.stats()
-        finally:
-            await player.close()
-
     try:
-        result, stats = asyncio.run(asyncio.wait_for(main(), 30))
+        result, stats = speak(omni_server, player, text)
         assert recorder.wait_for(_finished, 10), "no complete reply reached the sink's monitor"
         recorded = recorder.samples()
     finally:
