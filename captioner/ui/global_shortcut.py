@@ -216,7 +216,10 @@ class GlobalShortcuts(QObject):
             return
         try:
             listener.stop()
-            listener.join(JOIN_SECONDS)
+            listener.join(JOIN_SECONDS / 2)
+            if listener.is_alive():  # seen under load: the disable did not take; ask again
+                listener._stop_platform()
+                listener.join(JOIN_SECONDS)
         except Exception as exc:  # a listener that already failed re-raises here
             log.debug("= keyboard hook ended with %s", _first_line(exc))
         if listener.is_alive():

@@ -4,10 +4,7 @@ pynput listens through), key presses injected with xdotool (XTEST), Qt offscreen
 from __future__ import annotations
 
 import logging
-import os
-import select
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,44 +22,9 @@ from captioner.ui.global_shortcut import (
     to_pynput,
 )
 from tests.ui.conftest import run_async, wait_until
+from tests.ui.xvfb import Xvfb as XServer
 
 ATTEMPTS = 20  # a key pressed before RECORD is enabled is not seen: press again
-
-
-class XServer:
-    """Xvfb on a free display (it picks one with -displayfd); ``extra`` e.g.
-    ``["-extension", "RECORD"]`` to leave RECORD out."""
-
-    def __init__(self, extra: list[str]) -> None:
-        exe = shutil.which("Xvfb")
-        if exe is None:
-            raise RuntimeError("Xvfb is not installed (Debian: xvfb)")
-        read, write = os.pipe()
-        self.proc = subprocess.Popen(
-            [exe, "-displayfd", str(write), "-nolisten", "tcp", *extra],
-            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        os.close(write)
-        with os.fdopen(read, "rb") as pipe:
-            ready, _, _ = select.select([pipe], [], [], 15)
-            number = pipe.readline().strip() if ready else b""
-        if not number:
-            self.stop()
-            raise RuntimeError("Xvfb did not start")
-        self.display = f":{number.decode()}"
-
-    def press(self, *chords: str) -> None:
-        """Press key combinations on this display (xdotool's names: ctrl+shift+r)."""
-        subprocess.run(["xdotool", "key", *chords], env=dict(os.environ, DISPLAY=self.display),
-                       check=True, timeout=10)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
 
 
 def _session(monkeypatch: pytest.MonkeyPatch, display: str | None) -> None:
@@ -79,7 +41,8 @@ def xserver(monkeypatch: pytest.MonkeyPatch) -> Iterator[XServer]:
     """A session whose keyboard pynput watches (DISPLAY points at it; Qt stays offscreen)."""
     if shutil.which("xdotool") is None:
         raise RuntimeError("xdotool is not installed (Debian: xdotool)")
-    server = XServer(["+extension", "RECORD"])
+    server = XServer(extra=("+extension", "RECORD"))
+    server.start()
     _session(monkeypatch, server.display)
     try:
         yield server
@@ -298,7 +261,8 @@ def test_a_display_without_a_server_is_a_status_not_an_exception(qapp, monkeypat
 
 
 def test_an_x_server_without_record_is_a_status(qapp, monkeypatch):
-    server = XServer(["-extension", "RECORD"])
+    server = XServer(extra=("-extension", "RECORD"))
+    server.start()
     try:
         _session(monkeypatch, server.display)
         status = GlobalShortcuts({"reply": "Ctrl+Alt+R"}).start()
