@@ -41,6 +41,11 @@ KIND_TITLES: dict[DeviceKind, str] = {
     "system": "System audio",
     "output": "Outputs",
 }
+_KIND_PLURALS: dict[DeviceKind, str] = {  # for sentences
+    "mic": "microphones",
+    "system": "system-audio sources",
+    "output": "audio outputs",
+}
 
 # Virtual devices that carry what the computer plays (macOS mostly; "Stereo Mix"
 # is the old Windows/Realtek loopback input, "Monitor of" a Pulse monitor via ALSA).
@@ -228,7 +233,7 @@ def find_device(
 
 
 def _not_found(kind: DeviceKind, why: str, candidates: Sequence[AudioDevice]) -> DeviceNotFound:
-    title = KIND_TITLES[kind].lower()
+    title = _KIND_PLURALS[kind]
     if candidates:
         listing = "; ".join(d.label() for d in candidates)
         msg = f"{KIND_TITLES[kind]}: {why}. Available {title}: {listing}"

@@ -128,7 +128,7 @@ def test_unknown_device_message_lists_the_real_devices():
 
 def test_no_system_source_says_how_to_get_one():
     devices = portaudio_devices(MAC_DEVICES[:2], MAC_HOSTAPIS)
-    with pytest.raises(DeviceNotFound, match="no system audio") as caught:
+    with pytest.raises(DeviceNotFound, match="no system-audio sources") as caught:
         find_device(devices, "system")
     assert caught.value.available == []
 
