@@ -119,7 +119,10 @@ class HookStatus:
 
 
 def _app_has_focus() -> bool:
-    return QApplication.activeWindow() is not None
+    # Qt can still name a window active after it was hidden (its activation event came
+    # late); a hidden window has no keyboard focus to give Qt's shortcut.
+    window = QApplication.activeWindow()
+    return window is not None and window.isVisible()
 
 
 class GlobalShortcuts(QObject):
