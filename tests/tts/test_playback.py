@@ -284,9 +284,10 @@ def test_server_slower_than_the_device_plays_without_underruns_stretched_within_
     heard, said = _loud(recorded), _loud(sent)
     heard_s = (heard[-1] - heard[0]) / RATE
     said_s = (said[-1] - said[0]) / RATE
-    # Longer by exactly what the controller added, which is within its bound.
+    # Longer by what the controller added (give or take one monitor fragment: the
+    # recorder on the sink's monitor can lose ~20 ms on a loaded machine), within its bound.
     assert heard_s - said_s == pytest.approx(stats.stretched_frames / stats.device_rate,
-                                             abs=0.015)
+                                             abs=0.03)
     assert said_s <= heard_s <= said_s * (1 + max_stretch) + 0.015
     # Piece by piece (40 ms every 120 ms), the sent audio is found where the mapping
     # predicts, played slower by at most the bound (too short a piece to tell how much).
