@@ -148,6 +148,7 @@ class GlobalShortcuts(QObject):
         self._platform = platform
         self._listener: Any = None  # a pynput listener (a threading.Thread)
         self._enabled = True
+        self._wanted = False  # start() was called and stop() not since
         self._status = HookStatus(False, "Not started.")
         self._hit.connect(self._on_hit, Qt.ConnectionType.QueuedConnection)
         self._died.connect(self._on_died, Qt.ConnectionType.QueuedConnection)
@@ -171,17 +172,23 @@ class GlobalShortcuts(QObject):
             self.start()
 
     def set_enabled(self, enabled: bool) -> None:
-        """Turn the hook off (it sees every key typed) or back on; off also stops it."""
-        was_running = self._listener is not None
+        """Turn the hook off (it sees every key typed) or back on; off also stops it,
+        and on starts it again if the app had started it."""
+        if enabled == self._enabled:
+            return
         self._enabled = enabled
-        if not enabled:
-            self.stop()
-            self._set_status(HookStatus(False, TURNED_OFF))
-        elif was_running or self._status.reason == TURNED_OFF:
-            self.start()
+        if enabled:
+            if self._wanted:
+                self.start()
+            return
+        wanted = self._wanted
+        self.stop()
+        self._wanted = wanted
+        self._set_status(HookStatus(False, TURNED_OFF))
 
     def start(self) -> HookStatus:
         """Start watching; never raises: a hook that cannot run is a status."""
+        self._wanted = True
         if self._listener is not None:
             return self._status
         if not self._enabled:
@@ -214,6 +221,7 @@ class GlobalShortcuts(QObject):
 
     def stop(self) -> None:
         """Stop watching and wait (briefly) for the listener's thread to end."""
+        self._wanted = False
         listener, self._listener = self._listener, None
         if listener is None:
             return
