@@ -1,0 +1,30 @@
+"""The one exception root of Captioner: every package's error tree derives from it.
+
+A caller that must not crash on any of our own failures (the UI's top level, the
+CLI's ``main``) catches :class:`CaptionerError` and shows ``str(exc)``, which is
+always a sentence a user can read. Anything else that escapes is a bug.
+
+Each package draws its own tree in its module docstring and roots it here::
+
+    CaptionerError
+    ├── AudioError             captioner.audio.errors
+    ├── TransportError         captioner.transport.base
+    ├── TtsError               captioner.tts.errors
+    ├── EngineError            captioner.engine.model_paths
+    ├── TranscriptError        captioner.transcript.errors
+    ├── SettingsError          captioner.settings
+    ├── EndpointControlError   captioner.cloud.errors
+    └── …                      (realtime, session: their own trees, same root)
+
+Rules: misuse by the caller is a different class from a fault of the peer; chain
+with ``raise … from exc``; keep errors typed up to the UI.
+"""
+
+from __future__ import annotations
+
+
+class CaptionerError(Exception):
+    """Root of every error Captioner raises on purpose; ``str()`` is for the user."""
+
+
+__all__ = ["CaptionerError"]
