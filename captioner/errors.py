@@ -7,14 +7,13 @@ always a sentence a user can read. Anything else that escapes is a bug.
 Each package draws its own tree in its module docstring and roots it here::
 
     CaptionerError
-    ├── AudioError             captioner.audio.errors
+    ├── AudioError             captioner.audio.errors (PlaybackError too)
     ├── TransportError         captioner.transport.base
     ├── TtsError               captioner.tts.errors
     ├── EngineError            captioner.engine.model_paths
     ├── TranscriptError        captioner.transcript.errors
-    ├── SettingsError          captioner.settings
-    ├── EndpointControlError   captioner.cloud.errors
-    └── …                      (realtime, session: their own trees, same root)
+    ├── ShortcutError          captioner.ui.global_shortcut
+    └── …                      each further package roots its own tree here
 
 Rules: misuse by the caller is a different class from a fault of the peer; chain
 with ``raise … from exc``; keep errors typed up to the UI.

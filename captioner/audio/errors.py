@@ -1,15 +1,19 @@
 """Errors of the audio layer, all user-readable.
 
-    AudioError
-    ├── DeviceNotFound   no device matches what the user asked for (lists the real ones)
-    ├── CaptureError     a stream could not open, or failed/stalled while running
-    └── AudioFileError   a file that cannot be read as audio
+    CaptionerError
+    └── AudioError
+        ├── DeviceNotFound   no device matches what the user asked for (lists the real ones)
+        ├── CaptureError     a stream could not open, or failed/stalled while running
+        ├── AudioFileError   a file that cannot be read as audio
+        └── PlaybackError    an output device cannot be found or opened (audio.playback)
 """
 
 from __future__ import annotations
 
+from captioner.errors import CaptionerError
 
-class AudioError(Exception):
+
+class AudioError(CaptionerError):
     """Root of the audio errors; ``str(exc)`` is meant for the user."""
 
 

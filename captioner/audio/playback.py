@@ -55,6 +55,7 @@ import numpy as np
 import sounddevice as sd
 import soxr
 
+from captioner.audio.errors import AudioError
 from captioner.audio.playout import PlayoutController, Stretcher
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ log = logging.getLogger(__name__)
 _CLOCK_SLEW = 0.0005
 
 
-class PlaybackError(RuntimeError):
+class PlaybackError(AudioError, RuntimeError):
     """The output device cannot be found or opened; ``str()`` says which and why."""
 
 

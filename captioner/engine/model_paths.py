@@ -8,8 +8,9 @@ here).
 
 Errors::
 
-    EngineError            anything the embedded engine cannot do
-    └── ModelDirError      the configured model directory is missing or incomplete
+    CaptionerError
+    └── EngineError            anything the embedded engine cannot do
+        └── ModelDirError      the configured model directory is missing or incomplete
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from captioner.errors import CaptionerError
+
 REQUIRED_FILES = ("model.bin", "config.json", "tokenizer.json")
 
 
-class EngineError(Exception):
+class EngineError(CaptionerError):
     """The embedded speech engine cannot run; the message is for the user."""
 
 

@@ -1,9 +1,9 @@
 """Transcripts: the crash-safe journal and the TXT/SRT/VTT exports."""
 
+from captioner.transcript.errors import ExportError, JournalError, TranscriptError
 from captioner.transcript.exports import (
     FORMATS,
     Cue,
-    ExportError,
     build_cues,
     export,
     to_srt,
@@ -13,7 +13,6 @@ from captioner.transcript.exports import (
 from captioner.transcript.journal import (
     Journal,
     JournalContents,
-    JournalError,
     journal_files,
     mark_recovered,
     read_journal,
@@ -21,5 +20,5 @@ from captioner.transcript.journal import (
 )
 
 __all__ = ["FORMATS", "Cue", "ExportError", "Journal", "JournalContents", "JournalError",
-           "build_cues", "export", "journal_files", "mark_recovered", "read_journal",
-           "to_srt", "to_txt", "to_vtt", "unfinished_journals"]
+           "TranscriptError", "build_cues", "export", "journal_files", "mark_recovered",
+           "read_journal", "to_srt", "to_txt", "to_vtt", "unfinished_journals"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.transcript.errors import ExportError
 
 MAX_CHARS = 42
 MAX_LINES = 2
@@ -134,10 +135,6 @@ def to_txt(lines: Iterable[CaptionLine]) -> str:
 FORMATS: dict[str, Callable[[Iterable[CaptionLine]], str]] = {
     "txt": to_txt, "srt": to_srt, "vtt": to_vtt,
 }
-
-
-class ExportError(Exception):
-    """The export could not be written (readable message)."""
 
 
 def export(lines: Sequence[CaptionLine], fmt: str, path: Path | str) -> Path:

@@ -30,16 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.transcript.errors import JournalError
 
 log = logging.getLogger(__name__)
 
 VERSION = 1
 SUFFIX = ".jsonl"
 PREFIX = "captions-"
-
-
-class JournalError(Exception):
-    """The journal cannot be written (full disk, no permission); captions go on."""
 
 
 def _describe(exc: OSError, path: Path) -> str:

@@ -2,11 +2,12 @@
 
 Exception hierarchy (all derive from :class:`TransportError`)::
 
-    TransportError
-    ├── ConnectError          could not open the stream (refused, DNS, TLS, HTTP status)
-    │   ├── AuthError         credentials missing, expired or rejected; do not retry blindly
-    │   └── EndpointError     the service answered with an error status (400/424/500/503...)
-    └── ConnectionLost        an open stream broke (network drop, model/platform stream error)
+    CaptionerError
+    └── TransportError
+        ├── ConnectError          could not open the stream (refused, DNS, TLS, HTTP status)
+        │   ├── AuthError         credentials missing, expired or rejected; do not retry blindly
+        │   └── EndpointError     the service answered with an error status (400/424/500/503...)
+        └── ConnectionLost        an open stream broke (network drop, model/platform stream error)
 
 ``retryable`` tells a session whether reconnecting can help.
 """
@@ -16,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from captioner.errors import CaptionerError
 
-class TransportError(Exception):
+
+class TransportError(CaptionerError):
     """Root of transport failures; ``str()`` is a sentence a user can read."""
 
     retryable: bool = True

@@ -1,24 +1,28 @@
 """Why speaking a reply can fail, as one exception tree.
 
-Hierarchy (all derive from :class:`TtsError`; ``str()`` is a sentence a user can read)::
+Hierarchy (all derive from :class:`TtsError`, rooted in ``CaptionerError``; ``str()`` is a
+sentence a user can read)::
 
-    TtsError
-    ├── ProtocolError         the server sent a frame that is not a valid event (peer's fault)
-    ├── UsageError            the caller misused the API (our fault)
-    │   ├── InvalidRequest    bad voice, language, speed, text… (also a ValueError)
-    │   └── InvalidState      a send that the session state does not allow
-    ├── SpeechFailure         the endpoint could not speak a reply
-    │   ├── EndpointUnavailable   not configured, refused, unreachable, HTTP error
-    │   ├── IdleTimeout           the server went silent for too long
-    │   ├── GenerationFailed      the server reported an error while generating
-    │   └── StreamBroken          the stream ended or broke before ``session.done``
-    └── LocalVoiceError       the computer's own voice is missing or failed
+    CaptionerError
+    └── TtsError
+        ├── ProtocolError         the server sent a frame that is not a valid event (peer's fault)
+        ├── UsageError            the caller misused the API (our fault)
+        │   ├── InvalidRequest    bad voice, language, speed, text… (also a ValueError)
+        │   └── InvalidState      a send that the session state does not allow
+        ├── SpeechFailure         the endpoint could not speak a reply
+        │   ├── EndpointUnavailable   not configured, refused, unreachable, HTTP error
+        │   ├── IdleTimeout           the server went silent for too long
+        │   ├── GenerationFailed      the server reported an error while generating
+        │   └── StreamBroken          the stream ended or broke before ``session.done``
+        └── LocalVoiceError       the computer's own voice is missing or failed
 """
 
 from __future__ import annotations
 
+from captioner.errors import CaptionerError
 
-class TtsError(Exception):
+
+class TtsError(CaptionerError):
     """Root of text-to-speech failures."""
 
 

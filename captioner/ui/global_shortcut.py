@@ -35,6 +35,8 @@ from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication
 
+from captioner.errors import CaptionerError
+
 log = logging.getLogger(__name__)
 
 JOIN_SECONDS = 2.0
@@ -67,7 +69,7 @@ _NAMED_KEYS = {
 _FUNCTION_KEYS = {getattr(Qt.Key, f"Key_F{n}"): f"<f{n}>" for n in range(1, 21)}
 
 
-class ShortcutError(ValueError):
+class ShortcutError(CaptionerError, ValueError):
     """A shortcut that cannot be watched system-wide; the message says why."""
 
 
