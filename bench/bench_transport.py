@@ -146,7 +146,7 @@ def main() -> None:
     proc.start()
     ws_url, uri, ca_file, name, region, akid, secret = parent.recv()
     os.environ["SSL_CERT_FILE"] = ca_file
-    from captioner.cloud.credentials import AwsCredentials, StaticCredentials
+    from captioner.aws import AwsCredentials, StaticCredentials
     from captioner.transport.sagemaker import SageMakerTarget, sagemaker_connector
     from captioner.transport.websocket import websocket_connector
 

@@ -80,7 +80,7 @@ def session_options(settings: Settings, spec: EndpointSpec, *, fail_fast: bool =
 def make_connector(spec: EndpointSpec, settings: Settings, embedded: EmbeddedEngine
                    ) -> Connector:
     if spec.kind != "embedded":
-        from captioner.cloud.credentials import provider_for
+        from captioner.aws import provider_for
 
         provider = None
         if spec.kind == "sagemaker":

@@ -1,6 +1,6 @@
 """The one typed settings object, loaded and saved in one place.
 
-Secrets never live here: AWS keys go to the OS keyring (captioner.cloud.credentials).
+Secrets never live here: AWS keys go to the OS keyring (captioner.aws.credentials).
 Unknown keys are ignored and wrongly typed values fall back to defaults with a
 warning, so a hand-edited or older file never stops the app from starting.
 """

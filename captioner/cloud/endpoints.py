@@ -24,6 +24,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from captioner.aws import CredentialsError, provider_for
 from captioner.cloud import scaling, watch
 from captioner.cloud.deploy_plan import (
     NAME_PREFIX,
@@ -55,6 +56,18 @@ CLIENT_CONFIG = Config(
     read_timeout=60,
     user_agent_extra="captioner",
 )
+
+
+def session_from_settings(settings: Settings, region: str, profile: str | None = None
+                          ) -> boto3.Session:
+    """The user's session (``profile`` overrides the settings' choice of profile/keyring);
+    raises the cloud tree's CredentialsError."""
+    aws = settings.aws
+    provider = provider_for(profile or aws.profile, aws.use_keyring and not profile)
+    try:
+        return provider.session(region)
+    except CredentialsError as exc:
+        raise translate(exc) from exc
 
 
 def client_factory(
@@ -435,18 +448,8 @@ def _brief(params: dict[str, Any]) -> str:
 def control_from_settings(settings: Settings, *, region: str | None = None,
                           profile: str | None = None) -> EndpointControl:
     """Blocking: clients signed with the user's AWS profile or the keys in the keyring."""
-    from captioner.cloud.credentials import KeyringCredentials
-
-    aws = settings.aws
-    region = region or aws.region
-    if aws.use_keyring and not profile:
-        creds = KeyringCredentials().get_credentials()
-        session = boto3.Session(aws_access_key_id=creds.access_key_id,
-                                aws_secret_access_key=creds.secret_access_key,
-                                aws_session_token=creds.session_token, region_name=region)
-    else:
-        session = boto3.Session(profile_name=profile or aws.profile, region_name=region)
-    return EndpointControl.from_session(session, region)
+    region = region or settings.aws.region
+    return EndpointControl.from_session(session_from_settings(settings, region, profile), region)
 
 
 def cloud_configured(settings: Settings) -> bool:

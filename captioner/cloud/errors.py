@@ -9,7 +9,8 @@ Hierarchy (one root; caller misuse apart from faults of AWS)::
     │   ├── QuotaExceededError       ResourceLimitExceeded (instance quota for endpoint usage)
     │   ├── ServiceValidationError   ValidationException (bad name, unknown image, …)
     │   ├── ThrottledError           still throttled after our retries
-    │   ├── CredentialsError         missing, invalid or expired credentials
+    │   ├── CredentialsError         missing, invalid or expired credentials (also a
+    │   │   │                            captioner.aws.CredentialsError)
     │   │   └── CredentialsExpiredError
     │   └── NetworkError             could not reach AWS at all
     ├── EndpointGoneError        the endpoint vanished (deleted behind the app's back)
@@ -29,7 +30,11 @@ from botocore.exceptions import (
     PartialCredentialsError,
     ProfileNotFound,
     ReadTimeoutError,
+    SSOError,
+    TokenRetrievalError,
 )
+
+from captioner.aws import errors as aws_errors
 
 
 class EndpointControlError(Exception):
@@ -67,11 +72,11 @@ class ThrottledError(AwsError):
     pass
 
 
-class CredentialsError(AwsError):
+class CredentialsError(AwsError, aws_errors.CredentialsError):
     pass
 
 
-class CredentialsExpiredError(CredentialsError):
+class CredentialsExpiredError(CredentialsError, aws_errors.CredentialsExpiredError):
     pass
 
 
@@ -183,6 +188,16 @@ def translate(exc: BaseException, operation: str = "") -> EndpointControlError:
                 f"AWS rejected the request{where}: {message}", code=code, operation=operation
             )
         return AwsError(f"AWS error {code}{where}: {message}", code=code, operation=operation)
+    if isinstance(exc, aws_errors.CredentialsExpiredError):
+        return CredentialsExpiredError(str(exc), operation=operation)
+    if isinstance(exc, aws_errors.CredentialsError):
+        return CredentialsError(str(exc), operation=operation)
+    if isinstance(exc, SSOError | TokenRetrievalError):
+        return CredentialsExpiredError(
+            f"The AWS SSO session has expired or is missing{where}: run `aws sso login` "
+            "(with --profile NAME for a named profile) and try again.",
+            operation=operation,
+        )
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
         return CredentialsError(
             f"No usable AWS credentials{where}: set up a profile or store keys in Captioner.",

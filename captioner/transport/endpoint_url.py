@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from captioner.cloud.credentials import CredentialsProvider, ProfileCredentials
+from captioner.aws import CredentialsProvider, ProfileCredentials
 from captioner.transport.base import Connector
 
 _ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")

@@ -45,7 +45,7 @@ from smithy_aws_event_stream.exceptions import UnmodeledEventError
 from smithy_core.exceptions import CallError, SmithyError
 from smithy_http.aio.crt import AWSCRTHTTPClient, AWSCRTHTTPClientConfig, _AWSCRTEventLoop
 
-from captioner.cloud.credentials import AwsCredentials, CredentialsProvider, protect_logs
+from captioner.aws import AwsCredentials, CredentialsError, CredentialsProvider, protect_logs
 from captioner.transport.base import (
     AuthError,
     ConnectError,
@@ -440,7 +440,10 @@ def sagemaker_connector(target: SageMakerTarget, credentials: CredentialsProvide
     """A Connector that fetches fresh credentials (off the loop) before every connect."""
 
     async def connect() -> SageMakerTransport:
-        creds = await asyncio.to_thread(credentials.get_credentials)
+        try:
+            creds = await asyncio.to_thread(credentials.get_credentials)
+        except CredentialsError as exc:
+            raise AuthError(str(exc)) from exc
         return await SageMakerTransport.connect(target, creds)
 
     return connect

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import keyring
@@ -11,14 +14,16 @@ import pytest
 from keyring.backend import KeyringBackend
 
 from captioner import settings as settings_mod
-from captioner.cloud.credentials import (
+from captioner.aws import (
     KEYRING_SERVICE,
     AwsCredentials,
+    CredentialsError,
+    CredentialsExpiredError,
     KeyringCredentials,
     ProfileCredentials,
+    available_profiles,
     provider_for,
 )
-from captioner.transport.base import AuthError
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
 
@@ -82,7 +87,7 @@ def test_keyring_round_trip(memory_keyring):
     assert saved["secret_access_key"] == SECRET
     store.delete()
     store.delete()  # idempotent
-    with pytest.raises(AuthError, match="No AWS access keys"):
+    with pytest.raises(CredentialsError, match="No AWS access keys"):
         store.get_credentials()
 
 
@@ -90,7 +95,7 @@ def test_keyring_expired_temporary_keys(memory_keyring):
     store = KeyringCredentials()
     store.store("ASIAEXAMPLE0000", SECRET, "token-abcdefgh",
                 expiry=datetime.now(UTC) - timedelta(minutes=1))
-    with pytest.raises(AuthError, match="expired"):
+    with pytest.raises(CredentialsExpiredError, match="expired"):
         store.get_credentials()
 
 
@@ -100,16 +105,16 @@ def test_profile_from_aws_config(aws_config):
 
 
 def test_missing_profile_says_what_to_do(aws_config):
-    with pytest.raises(AuthError, match="aws configure --profile nope"):
+    with pytest.raises(CredentialsError, match="aws configure --profile nope"):
         ProfileCredentials("nope").get_credentials()
 
 
 def test_sso_profile_without_login_says_sso_login(aws_config):
-    with pytest.raises(AuthError, match="aws sso login --profile sso"):
+    with pytest.raises(CredentialsExpiredError, match="aws sso login --profile sso"):
         ProfileCredentials("sso").get_credentials()
 
 
-def test_expired_refreshable_credentials_are_auth_error(aws_config):
+def test_expired_refreshable_credentials_say_expired(aws_config):
     from botocore.credentials import RefreshableCredentials
 
     past = datetime.now(UTC) - timedelta(hours=1)
@@ -125,7 +130,7 @@ def test_expired_refreshable_credentials_are_auth_error(aws_config):
         def get_credentials(self):
             return RefreshableCredentials.create_from_metadata(refresh(), refresh, "test")
 
-    with pytest.raises(AuthError, match="expired"):
+    with pytest.raises(CredentialsExpiredError, match="expired"):
         ProfileCredentials("stale", session_factory=Session).get_credentials()
 
 
@@ -163,3 +168,29 @@ def test_secrets_stay_out_of_logs_and_settings(memory_keyring, tmp_path, monkeyp
 def test_provider_for_settings():
     assert isinstance(provider_for(None, True), KeyringCredentials)
     assert provider_for("work", False).describe() == "AWS profile 'work'"
+
+
+def test_sessions_sign_with_the_chosen_credentials(memory_keyring, aws_config):
+    KeyringCredentials().store("AKIAKEYRINGSESSION", SECRET)
+    keyring_session = KeyringCredentials().session("eu-central-1")
+    assert keyring_session.region_name == "eu-central-1"
+    assert keyring_session.get_credentials().access_key == "AKIAKEYRINGSESSION"
+    profile_session = ProfileCredentials("work").session("us-west-2")
+    assert profile_session.profile_name == "work" and profile_session.region_name == "us-west-2"
+    assert profile_session.get_credentials().access_key == "AKIAWORKEXAMPLE01"
+    with pytest.raises(CredentialsError, match="aws configure --profile nope"):
+        ProfileCredentials("nope").session("us-east-1")
+    assert available_profiles() == ["sso", "work"]
+
+
+def test_credentials_package_imports_neither_cloud_nor_transport():
+    """captioner.aws sits below both users; the transport no longer imports the cloud."""
+    code = ("import sys, captioner.aws, captioner.transport.sagemaker, "
+            "captioner.transport.endpoint_url; "
+            "print(sorted({m.split('.')[1] for m in sys.modules "
+            "if m.startswith('captioner.') and m.count('.') >= 1}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    packages = ast.literal_eval(out.strip())
+    assert "aws" in packages and "transport" in packages
+    assert "cloud" not in packages and "ui" not in packages

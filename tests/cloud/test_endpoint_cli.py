@@ -108,4 +108,5 @@ def test_bad_input_exits_2_and_creates_nothing(cli_env: Path, moto_url: str, arg
 def test_unknown_profile_is_a_clear_error(cli_env: Path, capsys: pytest.CaptureFixture[str]
                                           ) -> None:
     assert cli("list", "--profile", "nope") == 1
-    assert "error: AWS profile 'nope' is not in the AWS config files" in capsys.readouterr().err
+    assert ("error: AWS profile 'nope' is not in your AWS config. "
+            "Run `aws configure --profile nope`") in capsys.readouterr().err

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from websockets.asyncio.server import serve
 
-from captioner.cloud.credentials import AwsCredentials, StaticCredentials
+from captioner.aws import AwsCredentials, StaticCredentials
 from captioner.transport.sagemaker import SageMakerTarget
 from tests.support.fake_sagemaker import FakeSageMaker
 

@@ -4,7 +4,7 @@ import asyncio
 
 import pytest
 
-from captioner.cloud.credentials import AwsCredentials, StaticCredentials
+from captioner.aws import AwsCredentials, StaticCredentials
 from captioner.transport.endpoint_url import (
     EndpointSpec,
     connector_for,

@@ -20,9 +20,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.cloud.credentials import KeyringCredentials
+from captioner.aws import CredentialsError, KeyringCredentials
 from captioner.settings import DEFAULT_STT_MODEL, Settings
-from captioner.transport.base import AuthError
 from captioner.transport.endpoint_url import EndpointSpec, format_endpoint, parse_endpoint
 from captioner.ui.settings import validation as v
 from captioner.ui.settings.common import Errors, Page
@@ -175,7 +174,7 @@ class RecognitionPage(Page):
             return {}
         try:
             self.keys.store(key_id, secret)
-        except AuthError as exc:
+        except CredentialsError as exc:
             return {"secret": str(exc)}
         self.key_id.clear()
         self.secret.clear()

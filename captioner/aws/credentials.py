@@ -5,7 +5,8 @@ A :class:`CredentialsProvider` hands out fresh :class:`AwsCredentials` before ea
 (re)connect; botocore's refreshable credentials renew SSO and assume-role tokens before
 they expire. Secrets never reach settings files or logs: ``repr()`` masks them and
 :data:`REDACTOR` scrubs any that a third-party library formats into a log line.
-Failures raise :class:`~captioner.transport.base.AuthError` with the step that fixes them.
+Failures raise :class:`~captioner.aws.errors.CredentialsError` with the step that fixes them.
+:func:`protect_logs` is the one call that registers a credential's secrets for redaction.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import botocore.exceptions
 import keyring
 import keyring.errors
 
+from captioner.aws.errors import CredentialsError, CredentialsExpiredError
 from captioner.logs import REDACTOR
-from captioner.transport.base import AuthError
 
 log = logging.getLogger(__name__)
 
@@ -72,14 +73,32 @@ class CredentialsProvider(Protocol):
     """Gives current credentials; may block (token refresh), so call it off the GUI loop."""
 
     def get_credentials(self) -> AwsCredentials:
-        """Fresh credentials, or AuthError saying what the user must do."""
+        """Fresh credentials, or CredentialsError saying what the user must do."""
         ...
 
     def describe(self) -> str:
         """Where the credentials come from, for messages (never a secret)."""
         ...
 
+    def session(self, region: str) -> boto3.Session:
+        """A boto3 Session for control-plane clients in ``region`` (blocking)."""
+        ...
 
+
+def keys_session(credentials: AwsCredentials, region: str) -> boto3.Session:
+    """A boto3 Session signed with one frozen set of keys."""
+    return boto3.Session(aws_access_key_id=credentials.access_key_id,
+                         aws_secret_access_key=credentials.secret_access_key,
+                         aws_session_token=credentials.session_token, region_name=region)
+
+
+def available_profiles() -> list[str]:
+    """Profile names in the user's AWS config and credentials files (for a chooser)."""
+    try:
+        return sorted(boto3.Session().available_profiles)
+    except botocore.exceptions.BotoCoreError as exc:
+        log.warning("! AWS config unreadable: %s", exc)
+        return []
 
 
 def protect_logs(credentials: AwsCredentials) -> None:
@@ -130,49 +149,62 @@ class ProfileCredentials:
                     session = self._session_factory(profile_name=self.profile)
                     self._credentials = session.get_credentials()
                 if self._credentials is None:
-                    raise AuthError(
+                    raise CredentialsError(
                         f"No credentials found for {self.describe()}. {self._fix_hint()}"
                     )
                 frozen = self._credentials.get_frozen_credentials()  # refreshes if needed
-            except AuthError:
+            except CredentialsError:
                 raise
             except botocore.exceptions.ProfileNotFound as exc:
-                raise AuthError(
-                    f"AWS profile {self.profile!r} is not in your AWS config. "
-                    f"Run `aws configure --profile {self.profile}` or pick another profile."
-                ) from exc
+                raise self._missing_profile() from exc
             except (
                 botocore.exceptions.SSOError,
                 botocore.exceptions.TokenRetrievalError,
             ) as exc:
                 self._credentials = None
-                raise AuthError(
+                raise CredentialsExpiredError(
                     f"The SSO session for {self.describe()} has expired or is missing. "
                     f"Run `aws sso login{' --profile ' + self.profile if self.profile else ''}`."
                 ) from exc
             except RuntimeError as exc:  # botocore: "refreshed … still expired"
                 self._credentials = None
-                raise AuthError(
+                raise CredentialsExpiredError(
                     f"The credentials for {self.describe()} have expired and could not be "
                     f"renewed. {self._fix_hint()}"
                 ) from exc
             except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
                 self._credentials = None
-                raise AuthError(
+                raise CredentialsError(
                     f"Could not get credentials for {self.describe()}: {exc}. {self._fix_hint()}"
                 ) from exc
             expiry = getattr(self._credentials, "_expiry_time", None)
         if not frozen.access_key or not frozen.secret_key:
-            raise AuthError(f"Incomplete credentials for {self.describe()}. {self._fix_hint()}")
+            raise CredentialsError(
+                f"Incomplete credentials for {self.describe()}. {self._fix_hint()}"
+            )
         creds = AwsCredentials(frozen.access_key, frozen.secret_key, frozen.token,
                                expiry.astimezone(UTC) if expiry else None)
         protect_logs(creds)
         if creds.expired():
-            raise AuthError(
+            raise CredentialsExpiredError(
                 f"The credentials for {self.describe()} have expired. {self._fix_hint()}"
             )
         log.debug("= credentials from %s (expiry %s)", self.describe(), creds.expiry)
         return creds
+
+    def session(self, region: str) -> boto3.Session:
+        """The profile's own session, so SSO and assume-role tokens keep refreshing."""
+        self.get_credentials()  # typed error now rather than at the first call
+        try:
+            return self._session_factory(profile_name=self.profile, region_name=region)
+        except botocore.exceptions.ProfileNotFound as exc:
+            raise self._missing_profile() from exc
+
+    def _missing_profile(self) -> CredentialsError:
+        return CredentialsError(
+            f"AWS profile {self.profile!r} is not in your AWS config. "
+            f"Run `aws configure --profile {self.profile}` or pick another profile."
+        )
 
 
 class KeyringCredentials:
@@ -189,17 +221,17 @@ class KeyringCredentials:
 
     def store(self, access_key_id: str, secret_access_key: str,
               session_token: str | None = None, expiry: datetime | None = None) -> None:
-        """Save keys (replacing any); raises AuthError if the keyring refuses."""
+        """Save keys (replacing any); raises CredentialsError if the keyring refuses."""
         access_key_id, secret_access_key = access_key_id.strip(), secret_access_key.strip()
         if not access_key_id or not secret_access_key:
-            raise AuthError("Both the access key ID and the secret access key are needed.")
+            raise CredentialsError("Both the access key ID and the secret access key are needed.")
         blob = {"access_key_id": access_key_id, "secret_access_key": secret_access_key,
                 "session_token": session_token or None,
                 "expiry": expiry.astimezone(UTC).isoformat() if expiry else None}
         try:
             keyring.set_password(KEYRING_SERVICE, self.account, json.dumps(blob))
         except keyring.errors.KeyringError as exc:
-            raise AuthError(f"The OS keyring refused to store the AWS keys: {exc}") from exc
+            raise CredentialsError(f"The OS keyring refused to store the AWS keys: {exc}") from exc
         REDACTOR.add(secret_access_key, session_token)
         log.info("= AWS access keys stored in the OS keyring")
 
@@ -217,30 +249,35 @@ class KeyringCredentials:
         except keyring.errors.PasswordDeleteError:
             pass
         except keyring.errors.KeyringError as exc:
-            raise AuthError(f"The OS keyring refused to delete the AWS keys: {exc}") from exc
+            raise CredentialsError(f"The OS keyring refused to delete the AWS keys: {exc}") from exc
 
     def get_credentials(self) -> AwsCredentials:
         hint = "Add your access keys in Settings → Cloud."
         try:
             raw = keyring.get_password(KEYRING_SERVICE, self.account)
         except keyring.errors.KeyringError as exc:
-            raise AuthError(f"The OS keyring is not available: {exc}. {hint}") from exc
+            raise CredentialsError(f"The OS keyring is not available: {exc}. {hint}") from exc
         if raw is None:
-            raise AuthError(f"No AWS access keys are stored in the OS keyring. {hint}")
+            raise CredentialsError(f"No AWS access keys are stored in the OS keyring. {hint}")
         try:
             blob = json.loads(raw)
             expiry = datetime.fromisoformat(blob["expiry"]) if blob.get("expiry") else None
             creds = AwsCredentials(blob["access_key_id"], blob["secret_access_key"],
                                    blob.get("session_token"), expiry)
         except (ValueError, KeyError, TypeError):
-            raise AuthError(f"The AWS keys in the OS keyring are unreadable. {hint}") from None
+            raise CredentialsError(
+                f"The AWS keys in the OS keyring are unreadable. {hint}"
+            ) from None
         protect_logs(creds)
         if creds.expired():
-            raise AuthError(
+            raise CredentialsExpiredError(
                 "The temporary AWS keys stored in the OS keyring have expired. "
                 "Store new keys in Settings → Cloud, or use an AWS profile."
             )
         return creds
+
+    def session(self, region: str) -> boto3.Session:
+        return keys_session(self.get_credentials(), region)
 
 
 class StaticCredentials:
@@ -258,8 +295,11 @@ class StaticCredentials:
 
     def get_credentials(self) -> AwsCredentials:
         if self._credentials.expired():
-            raise AuthError("The given AWS credentials have expired.")
+            raise CredentialsExpiredError("The given AWS credentials have expired.")
         return self._credentials
+
+    def session(self, region: str) -> boto3.Session:
+        return keys_session(self.get_credentials(), region)
 
 
 def provider_for(profile: str | None, use_keyring: bool) -> CredentialsProvider:
