@@ -12,10 +12,11 @@ from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
 from captioner.engine.server import RealtimeServer
+from captioner.engine.transcriber import TranscriberFactory
 from captioner.realtime.captions import CaptionModel, CaptionUpdate
 from captioner.session import CaptionSession, SessionFailed, SessionOptions, SessionStatus
-from captioner.settings import Settings
-from captioner.transport.base import Connector
+from captioner.settings import RecognitionSettings, Settings
+from captioner.transport.base import Connector, EndpointError
 from captioner.transport.endpoint_url import EndpointSpec, connector_for, parse_endpoint
 from captioner.transport.websocket import websocket_connector
 
@@ -32,29 +33,52 @@ class AudioSource(Protocol):
     def chunks(self) -> AsyncIterator[bytes]: ...
 
 
+EngineLoader = Callable[[RecognitionSettings], TranscriberFactory]
+
+
+class EngineUnavailable(Exception):
+    """The on-device model could not load; ``str()`` says why, for the user."""
+
+
+def load_whisper(recognition: RecognitionSettings) -> TranscriberFactory:
+    """The production loader: faster-whisper with the configured model (blocking)."""
+    from captioner.engine.whisper import WhisperEngine  # heavy import, on demand
+
+    return WhisperEngine.from_settings(recognition).new_transcriber
+
+
 class EmbeddedEngine:
     """The on-device engine behind a loopback Realtime server, in this process.
 
     The model loads once, in a worker thread, on first use; the same session
     code then talks to it over a real WebSocket like to any other endpoint.
+    ``load`` (blocking, run in a thread) returns the transcriber factory.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, load: EngineLoader = load_whisper) -> None:
         self._recognition = settings.recognition
+        self._load = load
         self._server: RealtimeServer | None = None
         self._lock = asyncio.Lock()
 
+    @property
+    def ready(self) -> bool:
+        """The model is loaded and its server listens (``url()`` returns at once)."""
+        return self._server is not None
+
     async def url(self) -> str:
+        """Load the model on first use. Raises :class:`EngineUnavailable`."""
         async with self._lock:
             if self._server is None:
-                from captioner.engine.whisper import WhisperEngine  # heavy import, on demand
-
                 loop = asyncio.get_running_loop()
-                engine = await loop.run_in_executor(
-                    None, WhisperEngine.from_settings, self._recognition
-                )
+                try:
+                    factory = await loop.run_in_executor(None, self._load, self._recognition)
+                except Exception as exc:  # a missing model, a broken wheel, no memory …
+                    log.exception("! loading the embedded engine")
+                    raise EngineUnavailable(
+                        f"The on-device speech model could not load: {exc}") from exc
                 self._server = await RealtimeServer(
-                    engine.new_transcriber, models={EMBEDDED_MODEL}, workers=1
+                    factory, models={EMBEDDED_MODEL}, workers=1
                 ).start()
             return self._server.url
 
@@ -90,7 +114,12 @@ def make_connector(spec: EndpointSpec, settings: Settings, embedded: EmbeddedEng
                              default_region=settings.aws.region)
 
     async def open_embedded():
-        return await websocket_connector(await embedded.url())()
+        # The first call loads the model; audio captured meanwhile waits in the session.
+        try:
+            url = await embedded.url()
+        except EngineUnavailable as exc:
+            raise EndpointError(str(exc), retryable=False) from exc
+        return await websocket_connector(url)()
 
     return open_embedded
 
@@ -139,4 +168,5 @@ class Captioner:
         self.session.stop()
 
 
-__all__ = ["Captioner", "EmbeddedEngine", "SessionFailed", "make_connector", "session_options"]
+__all__ = ["Captioner", "EmbeddedEngine", "EngineUnavailable", "SessionFailed",
+           "make_connector", "session_options"]

@@ -49,6 +49,9 @@ class CaptionStatus:
         return self.state == "error"
 
 
+LOADING = CaptionStatus("loading", "Loading speech model…")
+
+
 def _default_source(audio: AudioSettings) -> AudioSource:
     from captioner.audio.capture import AudioCapture
 
@@ -113,6 +116,7 @@ class CaptionController(QObject):
         self._source: AudioSource | None = None
         self._journal: Journal | None = None
         self._journal_failed = False
+        self._loading = False  # the embedded model is loading while capture runs
         self.current = CaptionStatus("idle", "stopped")
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
         self.endpoint_override: str | None = None  # an endpoint the app started and serves
@@ -230,15 +234,11 @@ class CaptionController(QObject):
         except Exception as exc:  # PortAudio reports many things as plain errors
             log.exception("! opening the audio source")
             return self._fail(f"Audio source unavailable: {exc}")
-        if spec.kind == "embedded":
-            self._set(CaptionStatus("loading", "Loading speech model…"))
-            try:
-                await self.embedded.url()
-            except Exception as exc:
-                log.exception("! loading the embedded engine")
-                return self._fail(f"The on-device speech model could not load: {exc}")
-        else:
-            self._set(CaptionStatus("connecting", "connecting"))
+        # Capture starts now, even while the model loads (seconds on a cold start): the
+        # session keeps what is heard meanwhile (bounded, like an outage) and sends it
+        # as soon as the engine is ready, so no word said after the user asked is lost.
+        self._loading = spec.kind == "embedded" and not self.embedded.ready
+        self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
         self._open_journal(settings)
         captioner = Captioner(settings, self._source, embedded=self.embedded, endpoint=endpoint,
                               on_update=self._on_update, on_status=self._on_status)
@@ -266,6 +266,9 @@ class CaptionController(QObject):
     def _on_status(self, status: SessionStatus) -> None:
         if status.state is SessionState.FAILED:
             return  # _run reports it with the reason, once
+        if self._loading and status.state is SessionState.CONNECTING:
+            return  # still loading the model; "loading" says more than "connecting"
+        self._loading = False
         self._set(status_from_session(status))
 
     def _poll_level(self) -> None:
