@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
+from captioner.engine.model_paths import EngineError
 from captioner.engine.server import RealtimeServer
 from captioner.engine.transcriber import TranscriberFactory
 from captioner.realtime.captions import CaptionModel, CaptionUpdate
@@ -36,7 +37,7 @@ class AudioSource(Protocol):
 EngineLoader = Callable[[RecognitionSettings], TranscriberFactory]
 
 
-class EngineUnavailable(Exception):
+class EngineUnavailable(EngineError):
     """The on-device model could not load; ``str()`` says why, for the user."""
 
 
