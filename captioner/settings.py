@@ -111,6 +111,9 @@ class EndpointDeploySettings:
     role_arn: str = ""
     autoscale_min: int = 0  # 0 = autoscaling off
     autoscale_max: int = 1
+    # preflight checks the user chose to go past because they cannot be read (e.g. the
+    # quota without Service Quotas permission); a check that FAILS is never skipped
+    accepted_unknown: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -124,6 +127,8 @@ class CloudSettings:
         )
     )
     idle_stop_minutes: int = 30
+    # the server-side backstop deletes an endpoint this long after it starts, laptop or not
+    max_lifetime_hours: float = 8.0
 
 
 @dataclass

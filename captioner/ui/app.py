@@ -30,6 +30,7 @@ from PySide6.QtWidgets import QApplication
 
 from captioner.alerts import AlertMatcher
 from captioner.captioning import EmbeddedEngine
+from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import cloud_configured, control_from_settings
 from captioner.cloud.manager import EndpointManager
 from captioner.realtime.captions import CaptionUpdate
@@ -45,6 +46,10 @@ from captioner.ui.controller import (
     describe_source,
 )
 from captioner.ui.endpoint_tray import EndpointTray
+from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints.runner import Runner
+from captioner.ui.endpoints.service import Check, SetupService
+from captioner.ui.endpoints.start_flow import GuardedStart, StartFlow
 from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.global_shortcut import GlobalShortcuts
 from captioner.ui.history import HistoryWindow
@@ -76,6 +81,7 @@ class CaptionerApp(QObject):
                  source_factory: SourceFactory = _default_source,
                  tray_available: bool | None = None, debug_state_file: str | None = None,
                  endpoints: EndpointManager | None = None,
+                 endpoint_setup: SetupService | None = None,
                  replies: ReplyController | None = None,
                  global_keys: GlobalShortcuts | None = None,
                  parent: QObject | None = None) -> None:
@@ -98,7 +104,10 @@ class CaptionerApp(QObject):
             lambda: control_from_settings(self.store.settings),
             lambda kind: getattr(self.store.settings.cloud, kind),
             idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile)
-        self.endpoint_tray = EndpointTray(self.endpoints, self.tray.menu, tray=self.tray)
+        self.endpoint_setup = endpoint_setup or AccountSetupService()
+        self.setup_runner = Runner()
+        self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}
+        self.endpoint_tray = self.endpoint_trays["stt"]
         self.replies = replies or ReplyController(store, parent=self)
         self.reply_box = ReplyBox(self.replies, store)
         self.reply_box.addActions(self.actions.keyboard())  # Qt's keys work there too
@@ -148,6 +157,16 @@ class CaptionerApp(QObject):
         self.store.changed.connect(self.apply_settings)
         self.store.save_failed.connect(self._on_notice)
 
+    def _endpoint_tray(self, kind: Kind) -> EndpointTray:
+        """Start/Stop of one kind, above Quit; progress also on the overlay's strip."""
+        gate = GuardedStart(StartFlow(self.endpoints), self.setup_runner, self.endpoint_setup,
+                            lambda: self.store.settings, lambda *_: None)
+        item = EndpointTray(self.endpoints, self.tray.menu, tray=self.tray, kind=kind,
+                            before=self.actions.quit, gate=gate,
+                            open_setup=self.open_endpoint_setup)
+        item.progress.connect(self.overlay.strip.set_cloud)
+        return item
+
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the app keeps a reference to and awaits on quit."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -196,6 +215,7 @@ class CaptionerApp(QObject):
         await self.controller.shutdown()
         await self.replies.aclose()
         await self.endpoints.close()  # stops watching; the endpoints keep what the user chose
+        await self.setup_runner.close()
         for task in list(self.tasks):
             task.cancel()
         for task in list(self.tasks):
@@ -340,12 +360,21 @@ class CaptionerApp(QObject):
     def show_settings(self) -> None:
         if self.settings_dialog is None:
             self.settings_dialog = SettingsDialog(self.store, self.actions)
-            self.settings_dialog.set_endpoints_page(EndpointsPage(self.endpoints))
+            self.settings_dialog.set_endpoints_page(EndpointsPage(
+                self.endpoints, self.store, self.endpoint_setup, runner=self.setup_runner))
             self._show_key_scope()
         self.settings_dialog.reload()
         self.settings_dialog.show()  # never exec(): we run inside the asyncio loop
         self.settings_dialog.raise_()
         self.settings_dialog.activateWindow()
+
+    def open_endpoint_setup(self, kind: Kind, checks: list[Check]) -> None:
+        """The tray's Start was refused: open Settings → Endpoints at the failing check."""
+        self.show_settings()
+        dialog = self.settings_dialog
+        assert dialog is not None and isinstance(dialog.endpoints, EndpointsPage)
+        dialog.tabs.setCurrentWidget(dialog.endpoints)
+        dialog.endpoints.show_checks(kind, checks)
 
     # --- debug hook ---------------------------------------------------------
 

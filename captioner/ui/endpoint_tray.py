@@ -1,14 +1,19 @@
-"""One-click endpoint control in the tray menu, and the cost line in the tray tooltip.
+"""One-click endpoint control in the tray menu, visible where the user looks.
 
-``EndpointTray(manager, menu, tray=…)`` adds "Start captions endpoint" / "Stop captions
-endpoint" (and, while an idle stop is pending, "Keep captions endpoint running") to the
-menu, and keeps a tooltip line such as "Voxtral endpoint: InService — $1.23 so far"
-plus a "$" badge while something bills: a forgotten endpoint stays hard to miss.
-Start still shows the cost confirmation (see :class:`StartFlow`).
+``EndpointTray(manager, menu, tray=…, gate=…, open_setup=…)`` puts "Start captions
+endpoint" / "Stop captions endpoint" (and, while an idle stop is pending, "Keep …
+running") above "Quit Captioner". Start runs the preflight of the saved plan: when
+every check passes it asks about the cost (:class:`StartFlow`) and deploys; when one
+blocks, Settings opens at the Endpoints set-up on that check. Progress and failures
+show as a tooltip line ("Captions endpoint: Creating — 0:03:12"), as the ``progress``
+signal (the app puts it on the overlay's status strip, since many desktops show no
+tray balloons) and as a notification: nothing fails silently. A "$" badge stays on
+while anything bills.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -18,10 +23,14 @@ from PySide6.QtWidgets import QMenu
 from captioner.cloud.deploy_plan import KINDS, Kind
 from captioner.cloud.manager import KIND_LABELS, EndpointManager, KindStatus, Phase
 from captioner.cloud.pricing import format_cost
-from captioner.ui.endpoints_page import StartFlow
+from captioner.ui.endpoints.service import Check, first_blocking
+from captioner.ui.endpoints.start_flow import GuardedStart, StartFlow
+from captioner.ui.endpoints.status_row import hms
 
-TOOLTIP_KEY = "endpoint"
-REFRESH_MS = 30_000
+REFRESH_MS = 5_000
+NOUNS: dict[Kind, str] = {"stt": "captions", "tts": "replies"}
+
+OpenSetup = Callable[[Kind, list[Check]], None]
 
 
 class TrayLike(Protocol):
@@ -30,29 +39,46 @@ class TrayLike(Protocol):
     def notify(self, title: str, message: str, *, critical: bool = False) -> bool: ...
 
 
+def tooltip_key(kind: Kind) -> str:
+    return f"endpoint-{kind}"
+
+
 class EndpointTray(QObject):
     tooltip_changed = Signal(str)  # "" when no endpoint line
+    progress = Signal(str, str)  # (kind, line) for the overlay's status strip; "" clears
 
     def __init__(self, manager: EndpointManager, menu: QMenu, *, tray: TrayLike | None = None,
-                 kind: Kind = "stt", parent: QObject | None = None) -> None:
+                 kind: Kind = "stt", before: QAction | None = None,
+                 gate: GuardedStart | None = None, open_setup: OpenSetup | None = None,
+                 parent: QObject | None = None) -> None:
         super().__init__(parent or menu)
         self.manager = manager
         self.tray = tray
         self.kind = kind
-        self.flow = StartFlow(manager)
-        noun = "captions" if kind == "stt" else "replies"
-        menu.addSeparator()
+        self.gate = gate
+        self.flow = gate.flow if gate is not None else StartFlow(manager)
+        if gate is not None:
+            gate.on_checks = self._on_checks
+        self.open_setup = open_setup
+        noun = NOUNS[kind]
+        self.label = f"{noun.capitalize()} endpoint"
         self.start_action = QAction(f"Start {noun} endpoint…", menu)
         self.stop_action = QAction(f"Stop {noun} endpoint", menu)
         self.keep_action = QAction(f"Keep {noun} endpoint running", menu)
-        for action in (self.start_action, self.stop_action, self.keep_action):
-            menu.addAction(action)
+        self.separator = QAction(menu)
+        self.separator.setSeparator(True)
+        for action in (self.separator, self.start_action, self.stop_action, self.keep_action):
+            if before is not None:
+                menu.insertAction(before, action)
+            else:
+                menu.addAction(action)
         self.keep_action.setVisible(False)
-        self.start_action.triggered.connect(lambda: self.flow.request(self.kind))
-        self.stop_action.triggered.connect(
-            lambda: self.manager.spawn(self.manager.stop(self.kind)))
+        self.start_action.triggered.connect(self.start)
+        self.stop_action.triggered.connect(self.stop)
         self.keep_action.triggered.connect(lambda: self.manager.cancel_idle_stop(self.kind))
         self.tooltip_line = ""
+        self.note = ""  # "checking set-up…" / "set-up needed: …" until the status moves on
+        self._last_error: str | None = None
         self.timer = QTimer(self)
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self.refresh)
@@ -65,47 +91,99 @@ class EndpointTray(QObject):
         self.destroyed.connect(lambda *_: [h.disconnect(c) for h, c in hooks])
         self.refresh()
 
+    # ---- actions -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.gate is None:
+            self.flow.request(self.kind)
+            return
+        self.start_action.setEnabled(False)
+        self.note = "checking the set-up…"
+        self.refresh()
+        self.gate.request(self.kind)
+
+    def stop(self) -> None:
+        self.stop_action.setEnabled(False)
+        self.manager.spawn(self.manager.stop(self.kind))
+
+    def _on_checks(self, kind: Kind, checks: list[Check], blocked: bool) -> None:
+        if kind != self.kind:
+            return
+        if not blocked:
+            self.note = "confirm the cost to start…"
+            self.refresh()
+            return
+        blocking = first_blocking(checks, getattr(self.gate.settings().cloud, kind)
+                                  .accepted_unknown) if self.gate else None
+        reason = blocking.line if blocking is not None else "a check did not pass"
+        self.note = f"set-up needed — {reason}"
+        self.refresh()
+        self._notify("set-up needed", f"{reason}. Settings → Endpoints is open at this step.",
+                     critical=True)
+        if self.open_setup is not None:
+            self.open_setup(kind, checks)
+
+    # ---- display -------------------------------------------------------------------------
+
     def line_for(self, status: KindStatus) -> str:
-        """"Voxtral endpoint: InService — $1.23 so far" (empty when nothing runs)."""
-        label = f"{KIND_LABELS[status.kind]} endpoint"
+        """"Captions endpoint: InService — $1.23 so far" (empty when nothing runs)."""
         if status.phase is Phase.ERROR:
-            return f"{label}: error — see Settings → Endpoints"
+            return f"{self.label}: failed — {status.error or 'see Settings → Endpoints'}"
+        if self.note and status.name is None:
+            return f"{self.label}: {self.note}"
         if status.name is None:
             return ""
+        if status.phase.busy:
+            uptime = self.manager.uptime(status.kind)
+            elapsed = f" — {hms(uptime)}" if uptime is not None else ""
+            return f"{self.label}: {status.stage_text}{elapsed}"
         cost = self.manager.cost_so_far(status.kind)
         currency = status.snapshot.currency if status.snapshot is not None else "USD"
         money = f"{format_cost(cost, currency)} so far" if cost is not None else "cost unknown"
-        return f"{label}: {status.stage_text} — {money}"
+        return f"{self.label}: {status.stage_text} — {money}"
 
     def refresh(self) -> None:
         status = self.manager.status(self.kind)
-        self.start_action.setEnabled(status.can_start)
+        checking = self.note == "checking the set-up…"
+        self.start_action.setEnabled(status.can_start and not checking)
         self.stop_action.setEnabled(status.can_stop)
         line = self.line_for(status)
         billing = any(self.manager.status(k).name for k in KINDS) or bool(self.manager.orphans)
         if self.tray is not None:
-            self.tray.set_tooltip_line(TOOLTIP_KEY, line or None)
+            self.tray.set_tooltip_line(tooltip_key(self.kind), line or None)
             self.tray.set_badge("$" if billing else None)
         if line != self.tooltip_line:
             self.tooltip_line = line
             self.tooltip_changed.emit(line)
+            self.progress.emit(self.kind, line)
 
     def _on_status(self, status: KindStatus) -> None:
+        if status.kind != self.kind:
+            return
+        if status.phase is not Phase.OFF or status.name is not None:
+            self.note = ""  # the deploy (or a stop) moved on: the status says the rest
+        if status.phase is Phase.ERROR and status.error and status.error != self._last_error:
+            self._notify("failed", status.error, critical=True)
+        self._last_error = status.error if status.phase is Phase.ERROR else None
+        if status.phase is Phase.READY and status.snapshot is not None:
+            self.note = ""
         self.refresh()
+
+    def _notify(self, what: str, message: str, *, critical: bool = False) -> None:
+        if self.tray is not None:
+            self.tray.notify(f"{self.label}: {what}", message, critical=critical)
 
     def _on_idle(self, kind: Kind, seconds_left: float | None) -> None:
         if kind != self.kind:
             return
         self.keep_action.setVisible(seconds_left is not None)
-        if seconds_left is not None and self.tray is not None:
-            self.tray.notify(f"{KIND_LABELS[kind]} endpoint idle",
-                             f"No activity: it stops in {round(seconds_left)} s to save cost. "
-                             "Choose “Keep … running” in the tray menu to keep it.")
+        if seconds_left is not None:
+            self._notify("idle", f"No activity: it stops in {round(seconds_left)} s to save "
+                         "cost. Choose “Keep … running” in the tray menu to keep it.")
 
     def _on_auto_stopped(self, kind: Kind) -> None:
-        if kind == self.kind and self.tray is not None:
-            self.tray.notify(f"{KIND_LABELS[kind]} endpoint stopped",
-                             "It was idle, so it is being deleted to save cost.")
+        if kind == self.kind:
+            self._notify("stopped", "It was idle, so it is being deleted to save cost.")
 
 
-__all__ = ["EndpointTray", "TrayLike"]
+__all__ = ["KIND_LABELS", "EndpointTray", "TrayLike", "tooltip_key"]

@@ -1,213 +1,80 @@
-"""Settings → Endpoints: start, watch and stop the SageMaker endpoints (one row per kind).
+"""Settings → Endpoints: set up, check, start, watch and stop the SageMaker endpoints.
 
-The page only shows :class:`~captioner.cloud.manager.EndpointManager` state and asks it
-to act; all AWS work runs in the manager's tasks. Before anything is created the
-estimated hourly cost is shown in a confirmation opened with ``open()`` (never
-``exec()``: a nested event loop would break the running asyncio task). AWS errors are
-shown verbatim, selectable, under the row they concern.
+Three steps a newcomer with only an AWS account can follow: (1) the AWS account —
+credentials and region, checked live; (2) per kind (captions, replies) what to
+deploy — image, model, execution role (chosen or created after its policies are
+shown), instance pool with prices, autoscaling — and the preflight list that must
+pass before Start; (3) cost safety — idle stop and the maximum lifetime. Everything
+is saved in the one settings object; secrets go to the OS keyring. AWS calls run in
+the runner's executor and the manager's tasks, never in a GUI slot; dialogs open
+with ``open()``.
 """
 
 from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import (
-    QGridLayout,
+    QDoubleSpinBox,
+    QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QMessageBox,
-    QProgressBar,
     QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from captioner.cloud.credentials import KeyringCredentials
 from captioner.cloud.deploy_plan import KINDS, Kind
-from captioner.cloud.manager import EndpointManager, KindStatus, Phase, PreparedDeploy
-from captioner.cloud.pricing import format_cost
+from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.status import EndpointSnapshot
-from captioner.settings import Settings
+from captioner.settings import AwsSettings, Settings
+from captioner.ui.endpoints.account_box import AccountBox
+from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints.kind_setup import KindSetup
+from captioner.ui.endpoints.role_dialog import RoleDialog
+from captioner.ui.endpoints.runner import Runner
+from captioner.ui.endpoints.service import Check, Identity, RoleProposal, SetupService
+from captioner.ui.endpoints.start_flow import DeployConfirmation, GuardedStart, StartFlow
+from captioner.ui.endpoints.status_row import KIND_NOUNS, KIND_TITLES, EndpointRow, hms
 from captioner.ui.settings.common import Errors, Page
+from captioner.ui.settings.recognition_page import KeyStore
+from captioner.ui.settings_store import SettingsStore
 
 log = logging.getLogger(__name__)
 
-KIND_TITLES: dict[Kind, str] = {"stt": "Captions (Voxtral speech-to-text)",
-                                "tts": "Spoken replies (Qwen3-TTS)"}
-KIND_NOUNS: dict[Kind, str] = {"stt": "captions endpoint", "tts": "replies endpoint"}
 REFRESH_MS = 1000
-
-
-def hms(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    s = int(seconds)
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-
-
-class DeployConfirmation(QMessageBox):
-    """"Deploy … at about $X/hour?" — opened with ``open()``; Deploy = accepted."""
-
-    def __init__(self, prepared: PreparedDeploy, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        plan = prepared.plan
-        noun = KIND_NOUNS[prepared.kind]
-        self.setWindowTitle(f"Start the {noun}?")
-        self.setIcon(QMessageBox.Icon.Question)
-        self.setText(f"Start the {noun} {plan.name} in {plan.region}?\n\n"
-                     f"Estimated cost: {prepared.cost_text()}.")
-        self.setInformativeText(
-            f"Instances: {' → '.join(plan.instance_types)}. It bills every hour until it is "
-            "stopped; the first start takes many minutes. Prices are approximate — the AWS "
-            "pricing page is the truth.")
-        self.deploy_button = self.addButton("&Deploy", QMessageBox.ButtonRole.AcceptRole)
-        self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
-        self.deploy_button.setAccessibleName(f"Deploy the {noun}")
-        self.cancel_button.setAccessibleName("Cancel: create nothing")
-        self.setDefaultButton(self.cancel_button)  # Enter must not spend money by accident
-        self.setEscapeButton(self.cancel_button)
-        self.setAccessibleName(f"Confirm starting the {noun}")
-        self.setAccessibleDescription(self.text())
-        self.setWindowModality(Qt.WindowModality.WindowModal)
-
-
-class StartFlow:
-    """Start button → prepare (plan + cost) → confirmation → ``manager.start``.
-
-    Shared by the page and the tray; ``dialog`` is the open confirmation (tests use it).
-    """
-
-    def __init__(self, manager: EndpointManager, parent: QWidget | None = None) -> None:
-        self.manager = manager
-        self.parent = parent
-        self.dialog: DeployConfirmation | None = None
-
-    def request(self, kind: Kind) -> None:
-        self.manager.spawn(self._prepare_and_ask(kind))
-
-    async def _prepare_and_ask(self, kind: Kind) -> None:
-        prepared = await self.manager.prepare(kind)
-        if prepared is None:
-            return  # the error is in the kind's status
-        dialog = DeployConfirmation(prepared, self.parent)
-        dialog.accepted.connect(lambda: self.manager.spawn(self.manager.start(kind, prepared)))
-        dialog.rejected.connect(lambda: self.manager.cancel_prepared(kind))
-        dialog.finished.connect(dialog.deleteLater)
-        self.dialog = dialog
-        dialog.open()
-
-
-class EndpointRow(QGroupBox):
-    """Status, instance, uptime, cost, progress and Start/Stop of one kind."""
-
-    def __init__(self, kind: Kind, parent: QWidget | None = None) -> None:
-        super().__init__(KIND_TITLES[kind], parent)
-        self.kind = kind
-        noun = KIND_NOUNS[kind]
-        self.setAccessibleName(KIND_TITLES[kind])
-        self.status_label = self._value(f"{noun} status")
-        self.instance_label = self._value(f"{noun} instance")
-        self.uptime_label = self._value(f"{noun} uptime")
-        self.cost_label = self._value(f"{noun} cost")
-        self.progress = QProgressBar()
-        self.progress.setAccessibleName(f"{noun} progress")
-        self.progress.setTextVisible(True)
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #C62828;")
-        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
-                                                 | Qt.TextInteractionFlag.TextSelectableByKeyboard)
-        self.error_label.setAccessibleName(f"{noun} error")
-        self.error_label.hide()
-        self.start_button = QPushButton("&Start" if kind == "stt" else "S&tart")
-        self.start_button.setAccessibleName(f"Start {noun}")
-        self.stop_button = QPushButton("St&op" if kind == "stt" else "Sto&p")
-        self.stop_button.setAccessibleName(f"Stop {noun}")
-
-        grid = QGridLayout()
-        for row, (caption, label) in enumerate((
-                ("Status:", self.status_label), ("Instance:", self.instance_label),
-                ("Uptime:", self.uptime_label), ("Cost:", self.cost_label))):
-            grid.addWidget(QLabel(caption), row, 0)
-            grid.addWidget(label, row, 1)
-        grid.setColumnStretch(1, 1)  # values sit next to their captions
-        buttons = QHBoxLayout()
-        buttons.addWidget(self.start_button)
-        buttons.addWidget(self.stop_button)
-        buttons.addStretch(1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(grid)
-        layout.addWidget(self.progress)
-        layout.addWidget(self.error_label)
-        layout.addLayout(buttons)
-        self.setTabOrder(self.start_button, self.stop_button)
-
-    def _value(self, name: str) -> QLabel:
-        label = QLabel("—")
-        label.setAccessibleName(name)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        return label
-
-    def show_status(self, status: KindStatus, uptime: float | None, cost: float | None,
-                    hourly: float | None) -> None:
-        snap = status.snapshot
-        where = f" — {status.name}" if status.name else ""
-        self.status_label.setText(f"{status.stage_text}{where}")
-        self.instance_label.setText(_instance_text(snap))
-        self.uptime_label.setText(hms(uptime) if status.name else "—")
-        currency = snap.currency if snap is not None else "USD"
-        if status.name and hourly is not None:
-            self.cost_label.setText(f"{format_cost(cost, currency)} so far "
-                                    f"({format_cost(hourly, currency)}/hour)")
-        elif status.name:
-            self.cost_label.setText("unknown (no price for this instance type)")
-        else:
-            self.cost_label.setText("—")
-        if status.phase.busy:
-            self.progress.setRange(0, 0)  # indeterminate: SageMaker gives no percentage
-            text = status.stage_text + (f" — {hms(uptime)}" if uptime is not None else "")
-        else:
-            self.progress.setRange(0, 1)
-            self.progress.setValue(1 if status.phase is Phase.READY else 0)
-            text = status.stage_text
-        self.progress.setFormat(text.replace("%", "%%"))
-        self.progress.setAccessibleDescription(text)
-        self.error_label.setText(status.error or "")
-        self.error_label.setAccessibleDescription(status.error or "")
-        self.error_label.setVisible(bool(status.error))
-        self.start_button.setEnabled(status.can_start)
-        self.stop_button.setEnabled(status.can_stop)
-
-    def progress_text(self) -> str:
-        return self.progress.format().replace("%%", "%")
-
-
-def _instance_text(snap: EndpointSnapshot | None) -> str:
-    if snap is None:
-        return "—"
-    if snap.instance_type:
-        return f"{snap.instance_count or 1}× {snap.instance_type}"
-    if snap.candidate_types:
-        return "pool " + " → ".join(snap.candidate_types) + " (waiting for capacity)"
-    return "—"
+TAB_TITLES: dict[Kind, str] = {"stt": "&Captions (speech-to-text)", "tts": "Re&plies (speech)"}
 
 
 class EndpointsPage(Page):
-    """The Endpoints tab: ``EndpointsPage(manager)``; see the module docstring."""
+    """The Endpoints tab: ``EndpointsPage(manager, store)``; see the module docstring."""
 
     title = "&Endpoints"
 
-    def __init__(self, manager: EndpointManager, parent: QWidget | None = None) -> None:
+    def __init__(self, manager: EndpointManager, store: SettingsStore,
+                 service: SetupService | None = None, *, keys: KeyStore | None = None,
+                 runner: Runner | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setAccessibleName("Endpoints")
-        self.manager = manager
+        self.manager, self.store = manager, store
+        self.service = service or AccountSetupService()
+        self.runner = runner or Runner()
         self.flow = StartFlow(manager, self)
-        self.rows: dict[Kind, EndpointRow] = {k: EndpointRow(k) for k in KINDS}
-        intro = QLabel("Run the recognition and reply models on your own SageMaker endpoints. "
-                       "They bill every hour while running; idle ones stop by themselves.")
-        intro.setWordWrap(True)
+        self.gate = GuardedStart(self.flow, self.runner, self.service, lambda: store.settings,
+                                 self._on_checks)
+        self.role_dialog: RoleDialog | None = None
 
+        intro = QLabel("Run captions and spoken replies on your own Amazon SageMaker "
+                       "endpoints. You need an AWS account; the steps below check "
+                       "everything before anything is created. Endpoints bill every hour "
+                       "while they run.")
+        intro.setWordWrap(True)
         self.idle_label = QLabel()
         self.idle_label.setWordWrap(True)
         self.idle_label.setAccessibleName("Idle auto-stop warning")
@@ -215,7 +82,6 @@ class EndpointsPage(Page):
         self.keep_button.setAccessibleName("Keep the endpoint running: cancel the idle stop")
         self.idle_box = _banner(self.idle_label, self.keep_button)
         self._idle_kind: Kind | None = None
-
         self.orphans_label = QLabel()
         self.orphans_label.setWordWrap(True)
         self.orphans_label.setAccessibleName("Other running endpoints")
@@ -223,15 +89,61 @@ class EndpointsPage(Page):
         self.orphans_button.setAccessibleName("Stop the other running endpoints")
         self.orphans_box = _banner(self.orphans_label, self.orphans_button)
 
-        layout = QVBoxLayout(self)
-        layout.addWidget(intro)
-        layout.addWidget(self.idle_box)
-        layout.addWidget(self.orphans_box)
-        for row in self.rows.values():
-            layout.addWidget(row)
-            row.start_button.clicked.connect(lambda _=False, k=row.kind: self.start(k))
-            row.stop_button.clicked.connect(lambda _=False, k=row.kind: self.stop(k))
+        self.account = AccountBox(self.service, self.runner, keys or KeyringCredentials(),
+                                  self.commit)
+        self.setups: dict[Kind, KindSetup] = {k: KindSetup(k) for k in KINDS}
+        self.rows: dict[Kind, EndpointRow] = {k: s.row for k, s in self.setups.items()}
+        self.kind_tabs = QTabWidget()
+        self.kind_tabs.setAccessibleName("Endpoint kinds")
+        for kind, setup in self.setups.items():
+            self.kind_tabs.addTab(setup, TAB_TITLES[kind])
+        steps = QGroupBox("2. What to run")
+        steps.setAccessibleName("What to run")
+        QVBoxLayout(steps).addWidget(self.kind_tabs)
+
+        safety = QGroupBox("3. Cost safety (both endpoints)")
+        safety.setAccessibleName("Cost safety")
+        safety_form = QFormLayout(safety)
+        self.idle_minutes = QSpinBox()
+        self.idle_minutes.setRange(5, 24 * 60)
+        self.idle_minutes.setSuffix(" min")
+        self.idle_minutes.setAccessibleName("Stop an idle endpoint after (minutes)")
+        self.max_hours = QDoubleSpinBox()
+        self.max_hours.setRange(0.5, 72.0)
+        self.max_hours.setDecimals(1)
+        self.max_hours.setSuffix(" h")
+        self.max_hours.setAccessibleName("Maximum lifetime (hours)")
+        for text, widget in (("Stop when &idle for:", self.idle_minutes),
+                             ("Maximum &lifetime:", self.max_hours)):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            safety_form.addRow(label, widget)
+        note = QLabel("The maximum lifetime is enforced by AWS itself (a schedule that "
+                      "deletes the endpoint), so it holds even if this computer sleeps "
+                      "or Captioner is closed; it is renewed while you use it.")
+        note.setWordWrap(True)
+        safety_form.addRow(note)
+
+        content = QWidget()
+        layout = QVBoxLayout(content)
+        for widget in (intro, self.idle_box, self.orphans_box, self.account, steps, safety):
+            layout.addWidget(widget)
         layout.addStretch(1)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(content)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        outer.addWidget(self.scroll)
+
+        for kind, setup in self.setups.items():
+            setup.row.start_button.clicked.connect(lambda _=False, k=kind: self.start(k))
+            setup.row.stop_button.clicked.connect(lambda _=False, k=kind: self.stop(k))
+            setup.check_requested.connect(lambda k=kind: self.check(k))
+            setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
+            setup.refresh_requested.connect(self.refresh_lists)
+            setup.preflight.accepted_changed.connect(lambda: self.commit())
+        self.account.checked.connect(self._on_account)
         self.keep_button.clicked.connect(self._keep_running)
         self.orphans_button.clicked.connect(self._stop_orphans)
 
@@ -249,15 +161,70 @@ class EndpointsPage(Page):
         self._on_orphans(manager.orphans)
         self._on_idle(None, None)
 
-    # ---- actions -------------------------------------------------------------------
+    # ---- saving --------------------------------------------------------------------------
+
+    def commit(self) -> str | None:
+        """Validate the page into the store (saved at once); returns the first error."""
+        new = self.store.copy()
+        errors = self.write(new)
+        if errors:
+            return next(iter(errors.values()))
+        self.store.replace(new)
+        return None
+
+    # ---- actions -------------------------------------------------------------------------
 
     @property
     def confirmation(self) -> DeployConfirmation | None:
         return self.flow.dialog
 
     def start(self, kind: Kind) -> None:
-        self.rows[kind].start_button.setEnabled(False)
-        self.flow.request(kind)
+        """Save, run the preflight (shown), and only when it passes ask about the cost."""
+        row, setup = self.rows[kind], self.setups[kind]
+        if (error := self.commit()) is not None:
+            setup.preflight.set_running(f"Fix the set-up first: {error}")
+            return
+        row.start_button.setEnabled(False)
+        setup.preflight.set_running("Checking before starting…")
+        self.gate.request(kind)
+
+    def check(self, kind: Kind) -> None:
+        setup = self.setups[kind]
+        if (error := self.commit()) is not None:
+            setup.preflight.set_running(f"Fix the set-up first: {error}")
+            return
+        setup.check_button.setEnabled(False)
+        setup.preflight.set_running("Checking…")
+        self.runner.spawn(self._check(kind))
+
+    async def _check(self, kind: Kind) -> None:
+        checks = await self.gate.check(kind)
+        self.setups[kind].check_button.setEnabled(True)
+        self._on_checks(kind, checks, False)
+
+    def _on_checks(self, kind: Kind, checks: list[Check], blocked: bool) -> None:
+        setup = self.setups[kind]
+        setup.check_button.setEnabled(True)
+        setup.preflight.set_checks(checks)
+        if blocked:
+            self.show_check(kind, setup.preflight.blocking())
+        self.refresh()
+
+    def show_check(self, kind: Kind, check: Check | None) -> None:
+        """Bring ``kind``'s set-up into view with the field that fixes ``check`` focused."""
+        self.kind_tabs.setCurrentWidget(self.setups[kind])
+        if check is None:
+            return
+        target = (self.account.profile if self.account.use_profile.isChecked()
+                  else self.account.key_id) if check.key == "credentials" else (
+            self.setups[kind].field_for(check.key) or self.setups[kind].preflight)
+        label = self.setups[kind].preflight.labels.get(check.key)
+        self.scroll.ensureWidgetVisible(label or target)
+        target.setFocus()
+
+    def show_checks(self, kind: Kind, checks: list[Check]) -> None:
+        """The tray's Start was refused: show its preflight here, at the first blocker."""
+        self._on_checks(kind, checks, True)
 
     def stop(self, kind: Kind) -> None:
         self.rows[kind].stop_button.setEnabled(False)
@@ -271,7 +238,72 @@ class EndpointsPage(Page):
         self.orphans_button.setEnabled(False)
         self.manager.spawn(self.manager.stop_orphans())
 
-    # ---- display -------------------------------------------------------------------
+    # ---- lists and the role --------------------------------------------------------------
+
+    def _on_account(self, identity: Identity | None) -> None:
+        if identity is not None:
+            self.refresh_lists()
+
+    def refresh_lists(self) -> None:
+        aws = self.store.settings.aws
+        identity = self.account.identity
+        account = identity.account if identity else "ACCOUNT_ID"
+        for setup in self.setups.values():
+            setup.role_note.setText("Looking for roles that trust SageMaker…")
+        self.runner.call(self.service.sagemaker_roles, _copy(aws), done=self._got_roles,
+                         failed=self._list_failed("role"))
+        self.runner.call(self.service.images, _copy(aws),
+                         done=lambda images: self._got_images(images, aws, account),
+                         failed=self._list_failed("image"))
+
+    def _got_roles(self, roles: list) -> None:
+        for setup in self.setups.values():
+            setup.set_roles(roles)
+
+    def _got_images(self, images: list, aws: AwsSettings, account: str) -> None:
+        for setup in self.setups.values():
+            setup.set_images(images, aws.region, account, aws.profile)
+
+    def _list_failed(self, key: str):
+        def failed(message: str) -> None:
+            for setup in self.setups.values():
+                setup.errors[key].show_error(f"Could not list them: {message}")
+        return failed
+
+    def create_role(self, kind: Kind) -> None:
+        """Show the exact policies of a new role; create it only if the user says so."""
+        setup = self.setups[kind]
+        if (error := self.commit()) is not None:
+            setup.errors["role"].show_error(error)
+            return
+        setup.errors["role"].show_error(None)
+        self.runner.call(self.service.propose_role, self.store.copy(), kind,
+                         done=lambda p: self._ask_role(kind, p),
+                         failed=setup.errors["role"].show_error)
+
+    def _ask_role(self, kind: Kind, proposal: RoleProposal) -> None:
+        account = self.account.identity.account if self.account.identity else ""
+        dialog = RoleDialog(proposal, account, KIND_NOUNS[kind], self)
+        dialog.accepted.connect(lambda: self._create_role(kind, proposal))
+        dialog.finished.connect(dialog.deleteLater)
+        self.role_dialog = dialog
+        dialog.open()
+
+    def _create_role(self, kind: Kind, proposal: RoleProposal) -> None:
+        setup = self.setups[kind]
+        setup.role_note.setText(f"Creating the role {proposal.name}…")
+        self.runner.call(self.service.create_role, _copy(self.store.settings.aws), proposal,
+                         done=lambda role: self._role_created(kind, role),
+                         failed=setup.errors["role"].show_error)
+
+    def _role_created(self, kind: Kind, role) -> None:
+        setup = self.setups[kind]
+        setup.role.addItem(role.arn)
+        setup.role.setCurrentText(role.arn)
+        setup.role_note.setText(f"✔ Created {role.name}; it is now the execution role.")
+        self.commit()
+
+    # ---- display -------------------------------------------------------------------------
 
     def refresh(self) -> None:
         for kind, row in self.rows.items():
@@ -300,13 +332,36 @@ class EndpointsPage(Page):
         self.orphans_label.setText(f"Also running (and billing): {names}.")
         self.orphans_box.show()
 
-    # ---- Page protocol (nothing here is saved in settings) --------------------------
+    # ---- Page protocol -------------------------------------------------------------------
 
     def load(self, settings: Settings) -> None:
+        self.account.load(settings.aws)
+        region = settings.aws.region
+        for kind, setup in self.setups.items():
+            setup.load(getattr(settings.cloud, kind), region,
+                       self.service.instance_types(kind, region),
+                       lambda t, r=region: self.service.hourly_price(t, r))
+        self.idle_minutes.setValue(settings.cloud.idle_stop_minutes)
+        self.max_hours.setValue(settings.cloud.max_lifetime_hours)
         self.refresh()
 
     def write(self, out: Settings) -> Errors:
-        return {}
+        errors: Errors = {}
+        if (error := self.account.write(out.aws)) is not None:
+            errors["aws"] = error
+        for kind, setup in self.setups.items():
+            errors.update({f"{kind}.{k}": e
+                           for k, e in setup.write(getattr(out.cloud, kind)).items()})
+        out.cloud.idle_stop_minutes = self.idle_minutes.value()
+        out.cloud.max_lifetime_hours = self.max_hours.value()
+        return errors
+
+    def show_errors(self, errors: Errors) -> None:
+        """Errors are shown by the boxes themselves as ``write`` finds them."""
+
+
+def _copy(aws: AwsSettings) -> AwsSettings:
+    return AwsSettings(region=aws.region, profile=aws.profile, use_keyring=aws.use_keyring)
 
 
 def _banner(label: QLabel, button: QPushButton) -> QWidget:
@@ -319,4 +374,5 @@ def _banner(label: QLabel, button: QPushButton) -> QWidget:
     return box
 
 
-__all__ = ["DeployConfirmation", "EndpointRow", "EndpointsPage", "StartFlow", "hms"]
+__all__ = ["KIND_NOUNS", "KIND_TITLES", "DeployConfirmation", "EndpointRow", "EndpointsPage",
+           "StartFlow", "hms"]

@@ -1,4 +1,6 @@
-"""The compact strip under the captions: state, source, endpoint, audio level, notices."""
+"""The compact strip under the captions: state, source, endpoint, audio level, notices,
+and the cloud endpoints' progress ("Captions endpoint: Creating — 0:03:12"), which many
+desktops would otherwise show nowhere (no tray balloons)."""
 
 from __future__ import annotations
 
@@ -70,6 +72,10 @@ class StatusStrip(QWidget):
         self.endpoint_label = QLabel()
         self.endpoint_label.setAccessibleName("Recognition endpoint")
         self.meter = LevelMeter()
+        self.cloud_label = QLabel()
+        self.cloud_label.setAccessibleName("Cloud endpoints")
+        self.cloud_label.hide()
+        self._cloud: dict[str, str] = {}
         self.notice_label = QLabel()
         self.notice_label.setAccessibleName("Notice")
         self.notice_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -86,7 +92,7 @@ class StatusStrip(QWidget):
         self.reply_button.setToolTip("Type a reply and have it spoken")
         self.reply_button.setAutoRaise(True)
         for w in (self.dot, self.state_label, self.source_label, self.endpoint_label,
-                  self.meter):
+                  self.meter, self.cloud_label):
             layout.addWidget(w)
         layout.addWidget(self.notice_label, 1)
         layout.addWidget(self.reply_button)
@@ -120,3 +126,15 @@ class StatusStrip(QWidget):
     def set_notice(self, text: str) -> None:
         self.notice_label.setText(text)
         self.notice_label.setToolTip(text)
+
+    def set_cloud(self, key: str, text: str) -> None:
+        """One cloud endpoint's progress line (per ``key``); "" removes it."""
+        if text:
+            self._cloud[key] = text
+        else:
+            self._cloud.pop(key, None)
+        joined = " · ".join(self._cloud.values())
+        self.cloud_label.setText(joined)
+        self.cloud_label.setToolTip(joined)
+        self.cloud_label.setAccessibleDescription(joined)
+        self.cloud_label.setVisible(bool(joined))

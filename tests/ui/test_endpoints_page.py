@@ -10,19 +10,34 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QLabel, QMenu, QProgressBar, QPushButton
+from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QCheckBox,
+    QComboBox,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QMenu,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QRadioButton,
+)
 
 from captioner.cloud.deploy_plan import DeployPlan, Kind, plan_deploy
 from captioner.cloud.endpoints import CostEstimate, ManagedEndpoint, StopReport
 from captioner.cloud.errors import AccessDeniedError
 from captioner.cloud.manager import EndpointManager, Phase
 from captioner.cloud.status import EndpointSnapshot, Stage
-from captioner.settings import EndpointDeploySettings, ShortcutSettings
+from captioner.settings import EndpointDeploySettings, Settings, ShortcutSettings
 from captioner.ui.actions import AppActions
 from captioner.ui.endpoint_tray import EndpointTray
+from captioner.ui.endpoints.service import CHECK_KEYS, Check, CheckState
 from captioner.ui.endpoints_page import EndpointsPage
+from captioner.ui.settings_store import SettingsStore
 from captioner.ui.tray import Tray
 from tests.ui.conftest import run_async, wait_until
+from tests.ui.endpoint_setup_support import NoKeys
 
 T0 = datetime(2026, 11, 29, 10, 15, 0, tzinfo=UTC)
 NAME = "captioner-stt-20261129-101500"
@@ -72,6 +87,30 @@ class ScriptedControl:
         return list(self.managed)
 
 
+class PassingService:
+    """The account side of the set-up, answering that every check passes (AWS edge)."""
+
+    def profiles(self) -> list[str]:
+        return []
+
+    def preflight(self, settings: Any, kind: Kind) -> list[Check]:
+        return [Check(key, key.title(), CheckState.PASS, "fine") for key in CHECK_KEYS]
+
+    def instance_types(self, kind: Kind, region: str) -> list[str]:
+        return ["ml.g6.4xlarge"]
+
+    def hourly_price(self, instance_type: str, region: str) -> float | None:
+        return 1.6
+
+
+def page_for(manager: EndpointManager) -> EndpointsPage:
+    store = SettingsStore(Settings())
+    store.settings.cloud.stt = SETTINGS
+    page = EndpointsPage(manager, store, PassingService(), keys=NoKeys())  # type: ignore[arg-type]
+    page.load(store.settings)
+    return page
+
+
 def snap(stage: Stage, **extra: Any) -> EndpointSnapshot:
     return EndpointSnapshot(name=NAME, stage=stage, status=stage.value,
                             observed_at=T0, kind="stt", created_at=T0,
@@ -90,7 +129,7 @@ def make(clock: list[float] | None = None) -> tuple[ScriptedControl, EndpointMan
 
 def test_start_confirms_cost_then_shows_progress_and_running_row(qapp, qtbot) -> None:
     control, manager = make()
-    page = EndpointsPage(manager)
+    page = page_for(manager)
     qtbot.addWidget(page)
     row = page.rows["stt"]
     assert row.status_label.text() == "Not running"
@@ -141,7 +180,7 @@ def test_start_confirms_cost_then_shows_progress_and_running_row(qapp, qtbot) ->
 
 def test_keyboard_start_and_escape_creates_nothing(qapp, qtbot) -> None:
     control, manager = make()
-    page = EndpointsPage(manager)
+    page = page_for(manager)
     qtbot.addWidget(page)
     page.show()
     row = page.rows["stt"]
@@ -165,7 +204,7 @@ def test_keyboard_start_and_escape_creates_nothing(qapp, qtbot) -> None:
 def test_aws_error_is_shown_verbatim_and_start_stays_available(qapp, qtbot) -> None:
     control, manager = make()
     control.deploy_error = AccessDeniedError(ACCESS_DENIED, code="AccessDeniedException")
-    page = EndpointsPage(manager)
+    page = page_for(manager)
     qtbot.addWidget(page)
     page.show()
     row = page.rows["stt"]
@@ -191,7 +230,7 @@ def test_idle_warning_banner_and_keep_running(qapp, qtbot) -> None:
     control, manager = make(clock)
     control.managed = [ManagedEndpoint(NAME, f"arn:{NAME}", "InService", "stt", T0)]
     control.answers.put(snap(Stage.IN_SERVICE, instance_type="ml.g6.4xlarge"))
-    page = EndpointsPage(manager)
+    page = page_for(manager)
     qtbot.addWidget(page)
     page.show()
 
@@ -213,16 +252,24 @@ def test_idle_warning_banner_and_keep_running(qapp, qtbot) -> None:
 
 def test_every_control_has_an_accessible_name(qapp, qtbot) -> None:
     _, manager = make()
-    page = EndpointsPage(manager)
+    page = page_for(manager)
     qtbot.addWidget(page)
-    widgets = [*page.findChildren(QPushButton), *page.findChildren(QProgressBar)]
-    widgets += [label for row in page.rows.values() for label in row.findChildren(QLabel)
-                if label.accessibleName()]
-    assert len(page.findChildren(QPushButton)) == 6
-    assert all(w.accessibleName() for w in widgets)
+    kinds = (QPushButton, QProgressBar, QComboBox, QLineEdit, QAbstractSpinBox, QCheckBox,
+             QRadioButton, QListWidget, QPlainTextEdit)
+    controls = [w for kind in kinds for w in page.findChildren(kind)
+                if not isinstance(w.parent(), QComboBox | QAbstractSpinBox)]  # their insides
+    assert len(controls) > 30
+    unnamed = [f"{type(w).__name__} {getattr(w, 'text', lambda: '')()}" for w in controls
+               if not w.accessibleName()]
+    assert unnamed == []
+    labels = [label for row in page.rows.values() for label in row.findChildren(QLabel)
+              if label.accessibleName()]
+    assert len(labels) >= 8
     names = {w.accessibleName() for w in page.findChildren(QPushButton)}
     assert {"Start captions endpoint", "Stop captions endpoint", "Start replies endpoint",
-            "Stop replies endpoint"} <= names
+            "Stop replies endpoint", "Check the AWS account",
+            "Create an execution role for the captions endpoint",
+            "Check the captions endpoint set-up", "Copy the build command"} <= names
 
 
 def test_tray_actions_and_tooltip_line(qapp, qtbot, request) -> None:
@@ -247,7 +294,7 @@ def test_tray_actions_and_tooltip_line(qapp, qtbot, request) -> None:
         endpoint_tray.flow.dialog.deploy_button.click()
         await wait_until(lambda: manager.status("stt").phase is Phase.READY, what="ready")
         assert tray.tooltip() == ("Captioner — idle\n"
-                                  "Voxtral endpoint: InService — $0.16 so far")
+                                  "Captions endpoint: InService — $0.16 so far")
         assert tray.badge == "$"
         assert endpoint_tray.stop_action.isEnabled()
         assert not endpoint_tray.start_action.isEnabled()

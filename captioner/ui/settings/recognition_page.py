@@ -34,6 +34,14 @@ class KeyStore(Protocol):
     def has_keys(self) -> bool: ...
 
 
+def keys_stored(keys: KeyStore) -> bool:
+    """Are usable keys in the keyring? A keyring that fails counts as "no keys"."""
+    try:
+        return keys.has_keys()
+    except Exception:  # any keyring backend failure means "no keys we can use"
+        return False
+
+
 class RecognitionPage(Page):
     title = "&Recognition"
 
@@ -101,10 +109,7 @@ class RecognitionPage(Page):
             w.setEnabled(self.use_keys.isChecked())
 
     def _stored(self) -> bool:
-        try:
-            return self.keys.has_keys()
-        except Exception:
-            return False
+        return keys_stored(self.keys)
 
     def load(self, settings: Settings) -> None:
         r, aws = settings.recognition, settings.aws

@@ -1,0 +1,247 @@
+"""Step 2 of the set-up, per kind (captions STT, replies TTS): what to deploy, checked.
+
+Image, model, execution role (chosen from the roles that trust SageMaker, or
+created after the exact policies are shown), instance pool with prices and
+autoscaling; then the preflight list and the endpoint's own Start/Stop row.
+Lists come from AWS through the runner, never from a GUI slot.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from captioner.cloud.deploy_plan import DEFAULT_STT_MODEL, TTS_MODEL_ID, Kind, tts_image
+from captioner.cloud.scaling import MAX_INSTANCES
+from captioner.settings import EndpointDeploySettings
+from captioner.ui.endpoints.pool_editor import PoolEditor
+from captioner.ui.endpoints.preflight_list import PreflightList
+from captioner.ui.endpoints.service import ImageChoice, RoleChoice
+from captioner.ui.endpoints.status_row import KIND_NOUNS, EndpointRow
+from captioner.ui.settings.common import ErrorLabel
+
+BUILD_COMMAND = "container/build_and_push.sh {region} {account}"
+
+
+class KindSetup(QWidget):
+    """Everything about one kind's endpoint; the page wires its buttons to AWS."""
+
+    check_requested = Signal()
+    create_role_requested = Signal()
+    refresh_requested = Signal()
+
+    def __init__(self, kind: Kind, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.kind = kind
+        noun = KIND_NOUNS[kind]
+        self.setAccessibleName(f"{noun} set-up")
+        self.errors: dict[str, ErrorLabel] = {}
+        form = QFormLayout()
+
+        self.image = QComboBox()
+        self.image.setEditable(True)
+        self.image.lineEdit().setPlaceholderText(
+            "ACCOUNT.dkr.ecr.REGION.amazonaws.com/captioner-stt:latest" if kind == "stt"
+            else "AWS's vLLM-Omni image for the region")
+        self.refresh_button = QPushButton("&Refresh lists")
+        self.refresh_button.setAccessibleName(f"Refresh the {noun} image and role lists")
+        self._field(form, "image", "&Image:", self.image, f"{noun} image",
+                    extra=self.refresh_button)
+        self.build_hint = QLabel()
+        self.build_hint.setWordWrap(True)
+        self.build_hint.setAccessibleName("How to build the captions image")
+        self.build_command = QLineEdit()
+        self.build_command.setReadOnly(True)
+        self.build_command.setAccessibleName("Command that builds and pushes the image")
+        self.copy_button = QPushButton("Cop&y")
+        self.copy_button.setAccessibleName("Copy the build command")
+        self.build_box = QWidget()
+        build = QVBoxLayout(self.build_box)
+        build.setContentsMargins(0, 0, 0, 0)
+        build.addWidget(self.build_hint)
+        row = QHBoxLayout()
+        row.addWidget(self.build_command, 1)
+        row.addWidget(self.copy_button)
+        build.addLayout(row)
+        self.build_box.hide()
+        form.addRow("", self.build_box)
+
+        self.model = QLineEdit()
+        self.model.setPlaceholderText(DEFAULT_STT_MODEL if kind == "stt" else TTS_MODEL_ID)
+        self._field(form, "model", "&Model:", self.model, f"{noun} model source")
+        model_note = QLabel("A Hugging Face model id (empty: the default above), or an "
+                            "s3://bucket/prefix/ holding the model files.")
+        model_note.setWordWrap(True)
+        form.addRow("", model_note)
+
+        self.role = QComboBox()
+        self.role.setEditable(True)
+        self.role.lineEdit().setPlaceholderText("arn:aws:iam::ACCOUNT:role/NAME")
+        self.create_role_button = QPushButton("Create &role…")
+        self.create_role_button.setAccessibleName(f"Create an execution role for the {noun}")
+        self._field(form, "role", "Execution r&ole:", self.role, f"{noun} execution role",
+                    extra=self.create_role_button)
+        self.role_note = QLabel("Roles that trust SageMaker appear here after the account "
+                                "check.")
+        self.role_note.setWordWrap(True)
+        self.role_note.setAccessibleName(f"{noun} role list note")
+        form.addRow("", self.role_note)
+
+        self.pool = PoolEditor(noun)
+        self._field(form, "pool", "Instance &pool:", self.pool, f"{noun} instance pool")
+
+        self.autoscale = QCheckBox("&Autoscale between")
+        self.scale_min = QSpinBox()
+        self.scale_max = QSpinBox()
+        for box, name in ((self.scale_min, "fewest"), (self.scale_max, "most")):
+            box.setRange(1, MAX_INSTANCES)
+            box.setAccessibleName(f"{noun}: {name} instances when autoscaling")
+        self.autoscale.setAccessibleName(f"{noun}: autoscale with load")
+        scale_row = QWidget()
+        scale = QHBoxLayout(scale_row)
+        scale.setContentsMargins(0, 0, 0, 0)
+        for w in (self.autoscale, self.scale_min, QLabel("and"), self.scale_max,
+                  QLabel("instances")):
+            scale.addWidget(w)
+        scale.addStretch(1)
+        form.addRow("Scaling:", scale_row)
+        self.errors["autoscale"] = ErrorLabel(f"{noun} autoscaling")
+        form.addRow("", self.errors["autoscale"])
+
+        self.check_button = QPushButton("C&heck set-up")
+        self.check_button.setAccessibleName(f"Check the {noun} set-up")
+        self.preflight = PreflightList(noun)
+        self.row = EndpointRow(kind)
+
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        title = QLabel("<b>Preflight</b> — every line must pass before the endpoint starts:")
+        layout.addWidget(title)
+        layout.addWidget(self.check_button)
+        layout.addWidget(self.preflight)
+        layout.addWidget(self.row)
+
+        self.autoscale.toggled.connect(self._enable)
+        self.check_button.clicked.connect(self.check_requested.emit)
+        self.create_role_button.clicked.connect(self.create_role_requested.emit)
+        self.refresh_button.clicked.connect(self.refresh_requested.emit)
+        self.copy_button.clicked.connect(self._copy)
+
+    def _field(self, form: QFormLayout, key: str, text: str, widget: QWidget, name: str,
+               extra: QWidget | None = None) -> None:
+        widget.setAccessibleName(name)
+        label = QLabel(text)
+        label.setBuddy(widget)
+        if extra is not None:
+            holder = QWidget()
+            row = QHBoxLayout(holder)
+            row.setContentsMargins(0, 0, 0, 0)
+            row.addWidget(widget, 1)
+            row.addWidget(extra)
+            form.addRow(label, holder)
+        else:
+            form.addRow(label, widget)
+        self.errors[key] = ErrorLabel(name)
+        form.addRow("", self.errors[key])
+
+    def _enable(self) -> None:
+        for box in (self.scale_min, self.scale_max):
+            box.setEnabled(self.autoscale.isChecked())
+
+    def _copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.build_command.text())
+        self.build_hint.setText(self.build_hint.text().split(" (copied)")[0] + " (copied)")
+
+    # ---- lists from AWS ------------------------------------------------------------------
+
+    def set_images(self, images: list[ImageChoice], region: str, account: str,
+                   profile: str | None) -> None:
+        current = self.image.currentText().strip()
+        self.image.clear()
+        uris = [i.uri for i in images]
+        if self.kind == "tts":
+            uris.insert(0, tts_image(region))
+        self.image.addItems(uris)
+        self.image.setCurrentText(current or (uris[0] if uris else ""))
+        none = self.kind == "stt" and not images
+        if none:
+            prefix = f"AWS_PROFILE={profile} " if profile else ""
+            self.build_command.setText(prefix + BUILD_COMMAND.format(region=region,
+                                                                     account=account))
+            self.build_hint.setText(
+                f"No images in Amazon ECR in {region} yet. Build and push the captions "
+                "image from a clone of Captioner (needs Docker), then press Refresh lists:")
+        self.build_box.setVisible(none)
+
+    def set_roles(self, roles: list[RoleChoice]) -> None:
+        current = self.role_arn()
+        self.role.clear()
+        for role in roles:
+            self.role.addItem(role.arn)
+        self.role.setCurrentText(current or (roles[0].arn if len(roles) == 1 else ""))
+        self.role_note.setText(
+            f"{len(roles)} role{'s' * (len(roles) != 1)} in this account trust SageMaker."
+            if roles else "No role in this account trusts SageMaker yet: press Create role.")
+
+    def role_arn(self) -> str:
+        return self.role.currentText().strip()
+
+    # ---- settings ------------------------------------------------------------------------
+
+    def load(self, plan: EndpointDeploySettings, region: str, candidates: list[str],
+             price_of) -> None:
+        self.image.setCurrentText(plan.image_uri)
+        self.model.setText(plan.model_source)
+        self.role.setCurrentText(plan.role_arn)
+        self.pool.fill(plan.instance_types, candidates, price_of)
+        on = plan.autoscale_min > 0
+        self.autoscale.setChecked(on)
+        self.scale_min.setValue(max(1, plan.autoscale_min))
+        self.scale_max.setValue(max(1, plan.autoscale_max))
+        self._enable()
+        self.preflight.set_accepted(plan.accepted_unknown)
+
+    def write(self, plan: EndpointDeploySettings) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        image = self.image.currentText().strip()
+        if any(c.isspace() for c in image):
+            errors["image"] = "An image URI has no spaces."
+        model = self.model.text().strip()
+        if any(c.isspace() for c in model):
+            errors["model"] = "A model id or s3:// prefix has no spaces."
+        types = self.pool.chosen()
+        if not 1 <= len(types) <= 5:
+            errors["pool"] = "Tick 1 to 5 instance types."
+        if self.autoscale.isChecked() and self.scale_min.value() > self.scale_max.value():
+            errors["autoscale"] = "The fewest instances cannot exceed the most."
+        for key, label in self.errors.items():
+            label.show_error(errors.get(key))
+        if errors:
+            return errors
+        plan.image_uri = image
+        plan.model_source = model
+        plan.role_arn = self.role_arn()
+        plan.instance_types = types
+        plan.autoscale_min = self.scale_min.value() if self.autoscale.isChecked() else 0
+        plan.autoscale_max = self.scale_max.value() if self.autoscale.isChecked() else 1
+        plan.accepted_unknown = list(self.preflight.accepted)
+        return errors
+
+    def field_for(self, check_key: str) -> QWidget | None:
+        return {"role": self.role, "image": self.image, "model": self.model,
+                "quota": self.pool, "price": self.pool}.get(check_key)
+
+
+__all__ = ["BUILD_COMMAND", "KindSetup"]

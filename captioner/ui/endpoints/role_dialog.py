@@ -1,0 +1,74 @@
+""""Create this role?" — shows the exact trust and permission policy before anything exists.
+
+Opened with ``open()`` (never ``exec()``: a nested loop would break the running
+asyncio task); ``accepted`` means create. Cancel is the default button, so Enter
+alone creates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from captioner.ui.endpoints.service import RoleProposal
+
+
+def _policy_view(name: str, document: dict) -> QPlainTextEdit:
+    view = QPlainTextEdit(json.dumps(document, indent=2))
+    view.setReadOnly(True)
+    view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+    view.setAccessibleName(name)
+    view.setTabChangesFocus(True)
+    return view
+
+
+class RoleDialog(QDialog):
+    def __init__(self, proposal: RoleProposal, account: str, noun: str,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.proposal = proposal
+        self.setWindowTitle(f"Create the execution role {proposal.name}?")
+        self.setAccessibleName("Create execution role")
+        self.setWindowModality(Qt.WindowModality.WindowModal)
+        intro = QLabel(
+            f"Captioner will create the IAM role <b>{proposal.name}</b> in account "
+            f"{account or '(unknown)'} for the {noun}. SageMaker assumes it to pull the "
+            "image and the model and to write the endpoint's logs — nothing else.")
+        intro.setWordWrap(True)
+        self.trust_view = _policy_view("Trust policy", proposal.trust_policy)
+        self.permission_view = _policy_view(f"Permission policy {proposal.policy_name}",
+                                            proposal.permission_policy)
+        trust_label = QLabel("&Trust policy (who may assume it):")
+        trust_label.setBuddy(self.trust_view)
+        permission_label = QLabel(f"&Permission policy “{proposal.policy_name}”:")
+        permission_label.setBuddy(self.permission_view)
+        buttons = QDialogButtonBox()
+        self.create_button: QPushButton = buttons.addButton(
+            "&Create role", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.cancel_button: QPushButton = buttons.addButton(
+            QDialogButtonBox.StandardButton.Cancel)
+        self.create_button.setAccessibleName(f"Create the role {proposal.name}")
+        self.cancel_button.setAccessibleName("Cancel: create nothing")
+        self.create_button.setAutoDefault(False)
+        self.cancel_button.setDefault(True)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        for widget in (intro, trust_label, self.trust_view, permission_label,
+                       self.permission_view, buttons):
+            layout.addWidget(widget)
+        self.resize(640, 560)
+
+
+__all__ = ["RoleDialog"]

@@ -1,0 +1,186 @@
+"""The Endpoints set-up driven like a newcomer would, on a fresh profile, against a moto
+server (IAM, ECR, STS, SageMaker) with Stubbers where moto has no model (Service Quotas,
+IAM policy simulation): from no settings to InService to stopped, every step asserted on
+what the widgets show."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from captioner import settings as settings_io
+from captioner.cloud.endpoints import control_from_settings
+from captioner.cloud.manager import EndpointManager, Phase
+from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints.runner import Runner
+from captioner.ui.endpoints_page import EndpointsPage
+from tests.ui.conftest import run_async, wait_until
+from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, NoKeys, TestClients, push_image
+
+CHEAP = "ml.g4dn.xlarge"  # moto knows this type; the bundled price is $0.7364/hour
+
+
+@pytest.fixture
+def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)  # botocore sends every call there
+    return moto_url
+
+
+def make_manager(store) -> EndpointManager:
+    return EndpointManager(lambda: control_from_settings(store.settings),
+                           lambda kind: getattr(store.settings.cloud, kind),
+                           poll_interval=0.05, monitor_interval=3600, tick_interval=None)
+
+
+def tick(pool, itype: str, on: bool) -> None:
+    for i in range(pool.list.count()):
+        item = pool.list.item(i)
+        if item.data(Qt.ItemDataRole.UserRole) == itype:
+            item.setCheckState(Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+            return
+    raise AssertionError(f"{itype} is not in the pool list")
+
+
+def texts(setup) -> list[str]:
+    return [label.text() for label in setup.preflight.labels.values()]
+
+
+def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, store, aws):
+    clients = TestClients(quota=None)  # this user may not read Service Quotas
+    sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=aws)
+    iam = boto3.client("iam", region_name="us-east-1", endpoint_url=aws)
+
+    async def scenario() -> None:
+        manager = make_manager(store)
+        runner = Runner()
+        page = EndpointsPage(manager, store, AccountSetupService(clients), keys=NoKeys(),
+                             runner=runner)
+        qtbot.addWidget(page)
+        page.resize(900, 1400)
+        page.load(store.settings)
+        page.show()
+        stt = page.setups["stt"]
+        row = stt.row
+        assert row.status_label.text() == "Not running"
+        assert stt.preflight.summary.text() == "Not checked yet."
+
+        # Start with nothing set up: the checks run, say what is missing, nothing is made.
+        row.start_button.click()
+        await wait_until(lambda: stt.preflight.labels, 30, "the preflight list")
+        assert texts(stt)[0].startswith(
+            f"✔ PASS  Credentials: account {ACCOUNT} as arn:aws:sts::{ACCOUNT}:")
+        assert texts(stt)[1] == ("✘ FAIL  Execution role: none chosen — Choose a role that "
+                                 "trusts SageMaker, or press Create role.")
+        assert texts(stt)[2].startswith("✘ FAIL  Image: none chosen — Build and push")
+        assert stt.preflight.summary.text() == ("Not ready: the execution role check fails. "
+                                                "Fix it below, then press Check again.")
+        assert page.confirmation is None
+        assert sm.list_endpoints()["Endpoints"] == []
+
+        # 1. The account, checked live.
+        page.account.check_button.click()
+        await wait_until(lambda: page.account.result.text().startswith("✔"), 30, "identity")
+        assert page.account.result.text().startswith(
+            f"✔ Account {ACCOUNT} — arn:aws:sts::{ACCOUNT}:")
+        await wait_until(lambda: stt.build_box.isVisible()
+                         and not stt.role_note.text().startswith("Looking"), 30, "the lists")
+        assert stt.role_note.text() == ("No role in this account trusts SageMaker yet: "
+                                        "press Create role.")
+        command = f"container/build_and_push.sh us-east-1 {ACCOUNT}"
+        assert stt.build_command.text() == command
+        stt.copy_button.click()
+        assert QGuiApplication.clipboard().text() == command
+
+        # 2. The image, once pushed, is in the list.
+        push_image(aws)
+        stt.refresh_button.click()
+        await wait_until(lambda: not stt.build_box.isVisible(), 30, "the image list")
+        assert stt.image.itemText(0) == IMAGE
+        stt.image.setCurrentText(IMAGE)
+
+        # 3. The role: its exact policies are shown before it is created.
+        stt.create_role_button.click()
+        await wait_until(lambda: page.role_dialog is not None
+                         and page.role_dialog.isVisible(), 30, "the role dialog")
+        dialog = page.role_dialog
+        trust = json.loads(dialog.trust_view.toPlainText())
+        permissions = json.loads(dialog.permission_view.toPlainText())
+        assert trust["Statement"][0]["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+        pull = next(s for s in permissions["Statement"] if s["Sid"] == "PullImage")
+        assert pull["Resource"] == f"arn:aws:ecr:us-east-1:{ACCOUNT}:repository/{REPO_NAME}"
+        assert iam.list_roles()["Roles"] == []  # nothing before the user agrees
+        assert dialog.cancel_button.isDefault()
+        dialog.create_button.click()
+        await wait_until(lambda: stt.role_note.text().startswith("✔ Created"), 30, "role")
+        (role,) = iam.list_roles()["Roles"]
+        assert stt.role.currentText() == role["Arn"]
+        policy = iam.get_role_policy(RoleName=role["RoleName"],
+                                     PolicyName="CaptionerEndpointAccess")["PolicyDocument"]
+        assert policy == permissions  # exactly what was shown
+
+        # 4. The pool: a type this account can run (moto knows g4dn), with its price.
+        tick(stt.pool, "ml.g6.4xlarge", False)
+        tick(stt.pool, CHEAP, True)
+        assert f"{CHEAP} — $0.74/hour" in [stt.pool.list.item(i).text()
+                                           for i in range(stt.pool.list.count())]
+
+        # 5. Preflight: everything passes but the quota, which cannot be read here.
+        stt.check_button.click()
+        await wait_until(lambda: len(stt.preflight.labels) == 6
+                         and stt.check_button.isEnabled(), 30, "all six checks")
+        lines = texts(stt)
+        assert lines[1] == (f"✔ PASS  Execution role: {role['RoleName']} trusts SageMaker "
+                            "and you may pass it")
+        assert lines[2] == f"✔ PASS  Image: {IMAGE} exists"
+        assert lines[3] == ("✔ PASS  Model: mistralai/Voxtral-Mini-4B-Realtime-2602 from "
+                            "Hugging Face (downloaded at start)")
+        assert lines[4] == (f"? UNKNOWN  Quota: could not read the quota “{CHEAP} for endpoint "
+                            "usage” (AccessDeniedException) — Go past this check if you know "
+                            "the quota is at least 1.")
+        assert lines[5] == "✔ PASS  Price: about $0.74/hour"
+        assert stt.preflight.summary.text().startswith("Not ready: the quota check could not")
+        override = stt.preflight.overrides["quota"]
+        assert override.text().startswith("Go past this check (it could not be read: could "
+                                          "not read the quota")
+        override.click()
+        assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
+                                                "be started.")
+        assert store.settings.cloud.stt.accepted_unknown == ["quota"]
+
+        # 6. Start: checks again, then the cost, then the deploy, every stage shown.
+        row.start_button.click()
+        await wait_until(lambda: page.confirmation is not None
+                         and page.confirmation.isVisible(), 30, "the cost confirmation")
+        assert "Estimated cost: about $0.74/hour" in page.confirmation.text()
+        assert sm.list_endpoints()["Endpoints"] == []
+        page.confirmation.deploy_button.click()
+        await wait_until(lambda: manager.status("stt").phase is Phase.READY, 60, "InService")
+        name = manager.status("stt").name
+        assert row.status_label.text() == f"InService — {name}"
+        assert row.instance_label.text() == f"1× {CHEAP}"
+        assert row.progress_text() == "InService"
+        assert [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]] == [name]
+        assert manager.endpoint == f"sagemaker://{name}?region=us-east-1"
+
+        # 7. Stop.
+        row.stop_button.click()
+        await wait_until(lambda: manager.status("stt").phase is Phase.OFF, 60, "stopped")
+        assert row.status_label.text() == "Not running"
+        assert sm.list_endpoints()["Endpoints"] == []
+        await manager.close()
+        await runner.close()
+
+    run_async(qapp, scenario, timeout=240)
+    saved = settings_io.load()  # the fresh profile now holds the plan, no secret
+    assert saved.cloud.stt.image_uri == IMAGE
+    assert saved.cloud.stt.role_arn.endswith(":role/CaptionerSageMakerCaptions")
+    assert saved.cloud.stt.instance_types == [CHEAP]
+    assert saved.cloud.stt.accepted_unknown == ["quota"]
+    assert len(clients.simulations) == 2  # iam:PassRole was asked at each check
+
+
+REPO_NAME = "captioner-stt"
