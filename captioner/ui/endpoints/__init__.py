@@ -1,0 +1,1 @@
+"""Settings → Endpoints, in small widgets: account, per-kind set-up, preflight, start."""
