@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.cloud.credentials import KeyringCredentials
+from captioner.aws import KeyringCredentials
 from captioner.cloud.deploy_plan import KINDS, Kind
 from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.status import EndpointSnapshot

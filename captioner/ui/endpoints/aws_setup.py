@@ -14,22 +14,19 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from captioner.cloud.credentials import KeyringCredentials
+from captioner.aws import available_profiles
 from captioner.cloud.deploy_plan import DEFAULT_STT_MODEL, TTS_MODEL_ID, Kind, tts_image
-from captioner.cloud.endpoints import CLIENT_CONFIG
+from captioner.cloud.endpoints import CLIENT_CONFIG, session_from_settings
 from captioner.cloud.errors import (
     AccessDeniedError,
-    CredentialsError,
     EndpointControlError,
     error_code,
     translate,
 )
 from captioner.cloud.pricing import PriceTable, format_cost, load_prices
 from captioner.settings import AwsSettings, Settings
-from captioner.transport.base import AuthError
 from captioner.ui.endpoints.service import (
     Check,
     CheckState,
@@ -55,22 +52,11 @@ IMAGES_PER_REPOSITORY = 20
 GPU_FAMILIES = ("ml.g4dn.", "ml.g5.", "ml.g6.", "ml.g6e.")
 
 
-def session_for(aws: AwsSettings) -> boto3.Session:
-    """A boto3 session for the settings' credentials (profile, default chain or keyring)."""
-    if aws.use_keyring:
-        creds = KeyringCredentials().get_credentials()
-        return boto3.Session(aws_access_key_id=creds.access_key_id,
-                             aws_secret_access_key=creds.secret_access_key,
-                             aws_session_token=creds.session_token, region_name=aws.region)
-    return boto3.Session(profile_name=aws.profile or None, region_name=aws.region)
-
-
 def default_clients(aws: AwsSettings, service: str) -> Any:
     """A client signed as the settings say; a missing profile or keys is a typed error."""
+    session = session_from_settings(Settings(aws=aws), aws.region)
     try:
-        return session_for(aws).client(service, region_name=aws.region, config=CLIENT_CONFIG)
-    except AuthError as exc:
-        raise CredentialsError(str(exc)) from exc
+        return session.client(service, region_name=aws.region, config=CLIENT_CONFIG)
     except BotoCoreError as exc:
         raise translate(exc, f"{service} client") from exc
 
@@ -117,7 +103,7 @@ class AccountSetupService:
     # ---- account -----------------------------------------------------------------------
 
     def profiles(self) -> list[str]:
-        return sorted(boto3.Session().available_profiles)
+        return available_profiles()
 
     def identity(self, aws: AwsSettings) -> Identity:
         sts = self.clients(aws, "sts")
@@ -372,5 +358,4 @@ class AccountSetupService:
         return Check("price", title, CheckState.PASS, text)
 
 
-__all__ = ["AccountSetupService", "Clients", "default_clients", "session_for",
-           "trusts_sagemaker"]
+__all__ = ["AccountSetupService", "Clients", "default_clients", "trusts_sagemaker"]

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from captioner.aws import CredentialsError
 from captioner.cloud.errors import EndpointControlError
-from captioner.transport.base import AuthError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,7 +48,7 @@ class Runner:
                     done: Callable[[T], None], failed: Callable[[str], None]) -> None:
         try:
             result = await self.run(fn, *args)
-        except (EndpointControlError, AuthError) as exc:
+        except (EndpointControlError, CredentialsError) as exc:
             failed(str(exc))
             return
         except Exception as exc:  # a bug or an unforeseen library error: say so, loudly
