@@ -11,9 +11,11 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
 
+from captioner.engine.access import new_token
 from captioner.engine.model_paths import EngineError
 from captioner.engine.server import RealtimeServer
 from captioner.engine.transcriber import TranscriberFactory
+from captioner.logs import REDACTOR
 from captioner.realtime.captions import CaptionModel, CaptionUpdate
 from captioner.session import CaptionSession, SessionFailed, SessionOptions, SessionStatus
 from captioner.settings import RecognitionSettings, Settings
@@ -53,7 +55,9 @@ class EmbeddedEngine:
 
     The model loads once, in a worker thread, on first use; the same session
     code then talks to it over a real WebSocket like to any other endpoint.
-    ``load`` (blocking, run in a thread) returns the transcriber factory.
+    ``load`` (blocking, run in a thread) returns the transcriber factory. Its
+    URL carries a fresh random token (kept out of the logs), so neither a web page
+    nor another program scanning local ports can use it.
     """
 
     def __init__(self, settings: Settings, load: EngineLoader = load_whisper) -> None:
@@ -78,8 +82,10 @@ class EmbeddedEngine:
                     log.exception("! loading the embedded engine")
                     raise EngineUnavailable(
                         f"The on-device speech model could not load: {exc}") from exc
+                token = new_token()
+                REDACTOR.add(token)
                 self._server = await RealtimeServer(
-                    factory, models={EMBEDDED_MODEL}, workers=1
+                    factory, models={EMBEDDED_MODEL}, workers=1, token=token
                 ).start()
             return self._server.url
 

@@ -10,6 +10,8 @@ import signal
 import sys
 
 from captioner import settings as settings_mod
+from captioner.engine.access import check_bind
+from captioner.engine.model_paths import EngineError
 from captioner.engine.server import RealtimeServer
 
 log = logging.getLogger(__name__)
@@ -18,7 +20,7 @@ log = logging.getLogger(__name__)
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="run a vLLM-Realtime-compatible server on this computer")
     p.add_argument("--host", default="127.0.0.1",
-                   help="address to bind (default 127.0.0.1; other addresses expose it)")
+                   help="loopback address to bind: 127.0.0.1 (default), ::1 or localhost")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--engine", choices=("whisper",), default="whisper")
     p.add_argument("--model-dir",
@@ -28,18 +30,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from captioner.engine.model_paths import ModelDirError
     from captioner.engine.whisper import WhisperEngine
 
     rec = settings_mod.load().recognition
     try:
+        check_bind(args.host)
         engine = WhisperEngine(args.model_dir or rec.whisper_model_dir,
                                args.threads or rec.whisper_threads)
-    except ModelDirError as exc:
+    except EngineError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2
-    if args.host not in ("127.0.0.1", "::1", "localhost"):
-        log.warning("! serving on %s: anyone who can reach it can use the engine", args.host)
     return asyncio.run(_serve(RealtimeServer(engine.new_transcriber, args.host, args.port)))
 
 

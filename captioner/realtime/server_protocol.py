@@ -9,6 +9,11 @@ and carries out the actions it returns. The rules are DESIGN §3, exactly:
   non-final commits while generating are ignored;
 - ``final`` ends the audio: the server finishes, sends ``transcription.done``,
   and drops audio appended meanwhile; a later commit starts a fresh request.
+
+Limits of our own (:class:`Limits`), so one client cannot exhaust the computer: a
+frame larger than ``max_message_bytes`` and audio queued before a commit beyond
+``max_queued_bytes`` get an ``error`` event (codes :data:`MESSAGE_TOO_LARGE`,
+:data:`AUDIO_BUFFER_FULL`) and then :class:`Close`.
 """
 
 from __future__ import annotations
@@ -37,6 +42,24 @@ log = logging.getLogger(__name__)
 
 BYTES_PER_SECOND = 32_000  # 16 kHz × 2 bytes
 TOKENS_PER_SECOND = 12.5  # Voxtral: one token per 80 ms frame
+
+MESSAGE_TOO_LARGE = "message_too_large"
+AUDIO_BUFFER_FULL = "audio_buffer_full"
+CLOSE_TOO_BIG = 1009  # WebSocket close code "message too big"
+CLOSE_POLICY = 1008  # WebSocket close code "policy violation"
+MIB = 2**20
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-connection caps. A real-time client sends ~0.1–0.3 s of audio per frame and
+    commits within seconds, so both defaults leave a wide margin."""
+
+    max_message_bytes: int = MIB  # one text frame: ~24 s of audio in base64
+    max_queued_bytes: int = 60 * BYTES_PER_SECOND  # audio appended before the first commit
+
+
+DEFAULT_LIMITS = Limits()
 
 
 class RequestState(enum.Enum):
@@ -68,18 +91,30 @@ class FinishRequest:
     """Flush the transcriber, then call :meth:`ServerConnection.finished`."""
 
 
-Action = Send | StartRequest | Feed | FinishRequest
+@dataclass(frozen=True, slots=True)
+class Close:
+    """Close the connection with this WebSocket code and reason (after the sends before it)."""
+
+    code: int
+    reason: str
+
+
+Action = Send | StartRequest | Feed | FinishRequest | Close
 
 
 class ServerConnection:
-    def __init__(self, models: Collection[str] | None = None, *, created: int = 0) -> None:
+    def __init__(self, models: Collection[str] | None = None, *, created: int = 0,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         """``models``: ids accepted by ``session.update`` (None accepts any)."""
         self.models = set(models) if models is not None else None
+        self.limits = limits
+        self.closed = False
         self.session_id = f"sess-{uuid.uuid4().hex[:20]}"
         self.created = created
         self.model: str | None = None
         self.state = RequestState.IDLE
         self._queued: list[bytes] = []
+        self._queued_bytes = 0
         self._text: list[str] = []
         self._audio_bytes = 0
         self.protocol_errors = 0
@@ -89,6 +124,13 @@ class ServerConnection:
 
     def receive(self, frame: str | bytes) -> list[Action]:
         """One WebSocket frame in; actions out. Never raises on bad input."""
+        if self.closed:
+            return []
+        if len(frame) > self.limits.max_message_bytes:
+            return self._refuse(
+                f"a frame of {len(frame):,} bytes exceeds this server's limit of "
+                f"{self.limits.max_message_bytes:,} bytes; send audio in smaller appends",
+                MESSAGE_TOO_LARGE, CLOSE_TOO_BIG)
         if isinstance(frame, bytes | bytearray):
             return self._error("binary frames are not supported; send JSON text", "invalid_json")
         try:
@@ -143,7 +185,13 @@ class ServerConnection:
         if self.state is RequestState.FINISHING:
             return []  # dropped, as vLLM does after a final commit
         if self.state is RequestState.IDLE:
+            if self._queued_bytes + len(pcm) > self.limits.max_queued_bytes:
+                return self._refuse(
+                    f"more than {self.limits.max_queued_bytes / BYTES_PER_SECOND:g} s of audio "
+                    "appended without a commit; commit to start transcribing",
+                    AUDIO_BUFFER_FULL, CLOSE_POLICY)
             self._queued.append(pcm)
+            self._queued_bytes += len(pcm)
             return []
         self._audio_bytes += len(pcm)
         return [Feed(pcm)]
@@ -155,7 +203,7 @@ class ServerConnection:
         if self.state is RequestState.IDLE:
             actions.append(StartRequest())
             self._set_state(RequestState.GENERATING)
-            queued, self._queued = b"".join(self._queued), []
+            queued, self._queued, self._queued_bytes = b"".join(self._queued), [], 0
             if queued:
                 self._audio_bytes += len(queued)
                 actions.append(Feed(queued))
@@ -168,6 +216,12 @@ class ServerConnection:
         self.protocol_errors += 1
         log.info("! %s: %s", code, message)
         return [Send(ServerError(error=message, code=code))]
+
+    def _refuse(self, message: str, code: str, close_code: int) -> list[Action]:
+        """A limit was crossed: say why, then close; later frames are ignored."""
+        self.closed = True
+        self._queued, self._queued_bytes = [], 0
+        return [*self._error(message, code), Close(close_code, code)]
 
     def _set_state(self, state: RequestState) -> None:
         if state is not self.state:
