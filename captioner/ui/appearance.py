@@ -1,10 +1,19 @@
-"""Colour presets and font choices for the caption overlay."""
+"""Colour presets and font choices for the caption overlay.
+
+Every colour drawn on captions comes from the preset's ``Palette``, chosen so that
+it reaches 7:1 against what is behind it (tests check every preset): the live line
+is dimmed only as far as that allows, and an alert word is drawn in inverse video
+(the preset's background colour on a highlight that itself stands 7:1 off it).
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from PySide6.QtGui import QColor, QFont
 
 from captioner.settings import AppearanceSettings
+from captioner.ui.contrast import ENHANCED_CONTRAST, blend, contrast, most_legible
 
 # name → (text, background); "custom" uses the colours in the settings.
 PRESETS: dict[str, tuple[str, str]] = {
@@ -24,18 +33,45 @@ MIN_FONT_PT = 8
 MAX_FONT_PT = 72
 MIN_LINES = 1
 MAX_LINES = 5
-ALERT_COLOR = QColor("#FF5A1F")
+# Highlight fills for alert words, light ones for dark backgrounds and dark ones for light
+# backgrounds; the palette takes the first that reaches 7:1 on the preset's background.
+ALERT_FILLS = ["#FFB27F", "#FFC299", "#FFD8B8", "#8A2500", "#6E1D00", "#4A1400"]
+LIVE_DIMMING = (0.72, 0.8, 0.9, 1.0)  # opacities tried for the live line, dimmest first
+CONTRAST_MARGIN = 0.2  # the live line stays this far above 7:1 (rounding of blended colours)
+
+
+@dataclass(frozen=True, slots=True)
+class Palette:
+    """Opaque #RRGGBB colours of one preset (the background's opacity is applied apart)."""
+
+    text: str
+    background: str
+    live: str  # the unconfirmed line and gap notes: the text colour dimmed over the background
+    alert: str  # highlight behind an alert word
+    alert_text: str  # an alert word drawn on its highlight
+
+
+def palette(appearance: AppearanceSettings) -> Palette:
+    text, background = PRESETS.get(appearance.preset,
+                                   (appearance.text_color, appearance.background_color))
+    if not QColor(text).isValid():
+        text = "#FFFF00"
+    if not QColor(background).isValid():
+        background = "#000000"
+    text, background = QColor(text).name().upper(), QColor(background).name().upper()
+    live = text
+    for alpha in LIVE_DIMMING:
+        live = blend(text, background, alpha)
+        if contrast(live, background) >= ENHANCED_CONTRAST + CONTRAST_MARGIN:
+            break
+    alert = most_legible(ALERT_FILLS, background)
+    return Palette(text, background, live, alert, background)
 
 
 def colors(appearance: AppearanceSettings) -> tuple[QColor, QColor]:
     """(text, background) colours of the current preset, opacity applied to the background."""
-    text, background = PRESETS.get(appearance.preset,
-                                   (appearance.text_color, appearance.background_color))
-    fg, bg = QColor(text), QColor(background)
-    if not fg.isValid():
-        fg = QColor("#FFFF00")
-    if not bg.isValid():
-        bg = QColor("#000000")
+    colours = palette(appearance)
+    fg, bg = QColor(colours.text), QColor(colours.background)
     bg.setAlphaF(max(0.0, min(1.0, appearance.background_opacity)))
     return fg, bg
 

@@ -37,11 +37,10 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.settings import AppearanceSettings
-from captioner.ui.appearance import ALERT_COLOR, caption_font, clamp_lines, colors
+from captioner.ui.appearance import caption_font, clamp_lines, colors, palette
 
 PADDING = 10
 FADE_MS = 700
-LIVE_ALPHA = 0.72  # the live line is drawn dimmer than finalized text
 KEEP_LINES = 50  # finalized lines held for re-layout after a resize
 MARGIN = 6  # room for the outline around a cached row
 
@@ -99,6 +98,7 @@ class CaptionView(QWidget):
         self.font_live = caption_font(appearance, live=True)
         self.metrics = QFontMetricsF(self.font_final)
         self.text_color, self.background = colors(appearance)
+        self.palette_colors = palette(appearance)
         self.linger_timer.setInterval(max(1, int(appearance.linger_seconds * 1000)))
         self._invalidate()
         self.updateGeometry()
@@ -268,16 +268,21 @@ class CaptionView(QWidget):
         return pen
 
     def _draw_row(self, painter: QPainter, row: _Row, live: bool, kind: LineKind) -> None:
+        colours = self.palette_colors
+        font = self.font_live if live else self.font_final
+        dim = live or kind is LineKind.GAP
+        self._draw_text(painter, row, QColor(colours.live if dim else colours.text), font)
         for rect in row.highlights:
+            # inverse video: the word in the background colour on a highlight 7:1 off it
+            painter.save()
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(ALERT_COLOR)
+            painter.setBrush(QColor(colours.alert))
             painter.drawRoundedRect(rect, 4, 4)
-        color = QColor(self.text_color)
-        if live:
-            color.setAlphaF(LIVE_ALPHA)
-        elif kind is LineKind.GAP:
-            color.setAlphaF(0.6)
-        self._draw_text(painter, row, color, self.font_live if live else self.font_final)
+            painter.setClipRect(rect)
+            painter.setPen(QColor(colours.alert_text))
+            painter.setFont(font)
+            painter.drawText(QPointF(0, row.baseline), row.text)
+            painter.restore()
 
     def _draw_text(self, painter: QPainter, row: _Row, color: QColor, font: QFont) -> None:
         """Cached glyphs, with the outline as offset copies of the text.

@@ -32,7 +32,7 @@ from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionUpdate, LineKind
 from captioner.settings import AppearanceSettings
 from captioner.ui.actions import AppActions
-from captioner.ui.appearance import ALERT_COLOR, clamp_font_size, colors
+from captioner.ui.appearance import clamp_font_size, colors, palette
 from captioner.ui.caption_view import CaptionView
 from captioner.ui.status_strip import StatusStrip
 
@@ -339,7 +339,7 @@ class Overlay(QWidget):
         painter.setBrush(strip_bg)
         painter.drawRoundedRect(self.strip.geometry().adjusted(0, 0, 0, 0), 6, 6)
         if self._flash_on:
-            pen = QPen(QColor(ALERT_COLOR), 4)
+            pen = QPen(QColor(palette(self.appearance).alert), 4)
             painter.setPen(pen)
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(self.rect().adjusted(2, 2, -2, -2), 8, 8)
