@@ -12,8 +12,10 @@ derives from this class, so ``except captioner.aws.CredentialsError`` catches bo
 
 from __future__ import annotations
 
+from captioner.errors import CaptionerError
 
-class CredentialsError(Exception):
+
+class CredentialsError(CaptionerError):
     """AWS credentials are missing, unreadable or were rejected."""
 
 

@@ -124,3 +124,22 @@ def format_cost(amount: float | None, currency: str = "USD") -> str:
         return "unknown"
     symbol = "$" if currency == "USD" else f"{currency} "
     return f"{symbol}{amount:,.2f}"
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceOption:
+    """One instance type the set-up offers for the pool, with its hourly price if known."""
+
+    instance_type: str
+    price: Price | None
+
+
+def instance_options(prices: PriceTable, region: str,
+                     preferred: tuple[str, ...] | list[str] = ()) -> list[InstanceOption]:
+    """Every type with a price for ``region`` (or its fallback), cheapest first; the types in
+    ``preferred`` (the current pool) come first in their order, priced or not."""
+    known = set(prices.regions.get(region, {})) | set(
+        prices.regions.get(prices.fallback_region, {}))
+    rest = sorted(known - set(preferred),
+                  key=lambda t: (prices.hourly(t, region) or 0.0, t))
+    return [InstanceOption(t, prices.lookup(t, region)) for t in (*preferred, *rest)]

@@ -1,0 +1,301 @@
+"""The checks themselves: blocking boto3 calls on injected clients, each returning one
+:class:`Check`; an AWS refusal to answer becomes UNKNOWN, bad settings become FAIL."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from captioner.cloud import account as acct
+from captioner.cloud.deploy_plan import (
+    TTS_MODEL_ID,
+    Kind,
+    tts_image,
+    validate_instance_types,
+    validate_role_arn,
+)
+from captioner.cloud.errors import (
+    AccessDeniedError,
+    AwsError,
+    CredentialsError,
+    DeployConfigError,
+    EndpointControlError,
+)
+from captioner.cloud.images import build_and_push_command, find_image, parse_image_uri
+from captioner.cloud.model_source import inspect_s3_source, parse_model_source
+from captioner.cloud.preflight.report import Check, CheckId, Status
+from captioner.cloud.pricing import PriceTable, format_cost
+from captioner.settings import DEFAULT_STT_MODEL, EndpointDeploySettings
+
+log = logging.getLogger(__name__)
+
+PRICING_URL = "https://aws.amazon.com/sagemaker/ai/pricing/"
+QUOTA_SERVICE_CODE = "sagemaker"
+QUOTA_NAME = "{instance_type} for endpoint usage"
+PASSED_TO_SERVICE_KEY = "iam:PassedToService"
+SETUP_PLACE = "Settings → Endpoints"
+
+
+@dataclass
+class Context:
+    kind: Kind
+    region: str
+    settings: EndpointDeploySettings
+    clients: acct.AccountClients | None
+    prices: PriceTable
+    identity: acct.CallerIdentity | None = None
+    role: acct.RoleInfo | None = None
+
+    @property
+    def account(self) -> str:
+        return self.identity.account if self.identity else "ACCOUNT_ID"
+
+
+NOT_CHECKED_CREDENTIALS = "Not checked: the AWS credentials did not work."
+NOT_CHECKED_ROLE = "Not checked until the execution role is sorted out."
+
+
+def _unknown_from(exc: EndpointControlError, what: str, permission: str) -> Check | None:
+    """UNKNOWN for a check AWS would not answer; None for errors that are real failures."""
+    if isinstance(exc, AccessDeniedError):
+        return Check(CheckId.CREDENTIALS, Status.UNKNOWN,
+                     f"These credentials may not {what} ({permission}).",
+                     f"Ask for {permission}, or override this check if you know it is fine.")
+    if isinstance(exc, AwsError) and not isinstance(exc, CredentialsError):
+        return Check(CheckId.CREDENTIALS, Status.UNKNOWN, f"Could not {what}: {exc}",
+                     "Try again; override this check if AWS keeps failing to answer.")
+    return None
+
+
+def guarded(check_id: CheckId, what: str, permission: str,
+             run: Callable[[Context], Check]) -> Callable[[Context], Check]:
+    """Run one check; AWS refusing to answer becomes UNKNOWN, bad settings become FAIL."""
+
+    def guarded(ctx: Context) -> Check:
+        try:
+            return run(ctx)
+        except DeployConfigError as exc:
+            return Check(check_id, Status.FAIL, str(exc), f"Correct it in {SETUP_PLACE}.")
+        except EndpointControlError as exc:
+            unknown = _unknown_from(exc, what, permission)
+            if unknown is None:
+                return Check(check_id, Status.FAIL, str(exc), "")
+            log.info("! preflight %s unknown: %s", check_id.value, exc)
+            return replace(unknown, id=check_id)
+
+    return guarded
+
+
+def check_credentials(ctx: Context) -> Check:
+    assert ctx.clients is not None
+    try:
+        ctx.identity = acct.caller_identity(ctx.clients.sts)
+    except CredentialsError as exc:
+        return Check(CheckId.CREDENTIALS, Status.FAIL, str(exc),
+                     f"Sign in again or choose other credentials in {SETUP_PLACE}.")
+    return Check(CheckId.CREDENTIALS, Status.PASS,
+                 f"Account {ctx.identity.account} as {ctx.identity.display_name}.")
+
+
+def _check_role(ctx: Context) -> Check:
+    assert ctx.clients is not None and ctx.identity is not None
+    if not ctx.settings.role_arn.strip():
+        return Check(CheckId.ROLE, Status.FAIL, "No execution role is chosen.",
+                     "Choose a role that SageMaker may assume, or let Captioner create one "
+                     f"({SETUP_PLACE}; --role-arn on the command line).")
+    role_arn = validate_role_arn(ctx.settings.role_arn)
+    name = acct.role_name_of(role_arn)
+    if acct.account_of(role_arn) != ctx.identity.account:
+        return Check(CheckId.ROLE, Status.FAIL,
+                     f"Role {name} belongs to account {acct.account_of(role_arn)}, but these "
+                     f"credentials are for account {ctx.identity.account}.",
+                     "Choose a role of the signed-in account, or sign in to the role's account.")
+    role = acct.get_role(ctx.clients.iam, role_arn)
+    if role is None:
+        return Check(CheckId.ROLE, Status.FAIL,
+                     f"Role {name} does not exist in account {ctx.identity.account}.",
+                     "Choose an existing role that trusts SageMaker, or let Captioner create it.")
+    if not role.trusts_sagemaker:
+        return Check(CheckId.ROLE, Status.FAIL,
+                     f"Role {name} does not let SageMaker assume it (its trust policy has no "
+                     f"{acct.SAGEMAKER_SERVICE}).",
+                     f"Add {acct.SAGEMAKER_SERVICE} as a trusted service (sts:AssumeRole) to "
+                     "the role's trust relationships, or let Captioner create a new role.")
+    ctx.role = role
+    return Check(CheckId.ROLE, Status.PASS, f"Role {name} exists and SageMaker may assume it.")
+
+
+def _simulation_principal(ctx: Context) -> str | None:
+    """The IAM ARN SimulatePrincipalPolicy takes for the caller (None: cannot simulate)."""
+    assert ctx.clients is not None and ctx.identity is not None
+    arn = ctx.identity.arn
+    resource = arn.split(":", 5)[-1]
+    iam_prefix = f"arn:{ctx.identity.partition}:iam::{ctx.identity.account}:"
+    if resource.startswith("user/"):
+        return iam_prefix + resource
+    if ":sts::" in arn and resource.startswith("assumed-role/"):
+        role_name = resource.split("/")[1]
+        try:
+            role = acct.get_role(ctx.clients.iam, role_name)
+        except EndpointControlError:
+            role = None  # fall back to the path-less ARN
+        return role.arn if role else f"{iam_prefix}role/{role_name}"
+    return None
+
+
+def _check_pass_role(ctx: Context) -> Check:
+    assert ctx.clients is not None and ctx.identity is not None
+    if ctx.role is None:
+        return Check(CheckId.PASS_ROLE, Status.UNKNOWN, NOT_CHECKED_ROLE)
+    if ctx.identity.is_root:
+        return Check(CheckId.PASS_ROLE, Status.PASS,
+                     "The account's root user may pass any of its roles.")
+    principal = _simulation_principal(ctx)
+    if principal is None:
+        return Check(CheckId.PASS_ROLE, Status.UNKNOWN,
+                     f"IAM cannot simulate the policies of {ctx.identity.display_name}.",
+                     "Override this check if you know you may pass the role to SageMaker.")
+    response = acct.call(
+        ctx.clients.simulator, "simulate_principal_policy", PolicySourceArn=principal,
+        ActionNames=["iam:PassRole"], ResourceArns=[ctx.role.arn],
+        ContextEntries=[{"ContextKeyName": PASSED_TO_SERVICE_KEY,
+                         "ContextKeyValues": [acct.SAGEMAKER_SERVICE],
+                         "ContextKeyType": "string"}])
+    results = response.get("EvaluationResults") or []
+    decision = results[0].get("EvalDecision", "") if results else ""
+    if decision == "allowed":
+        return Check(CheckId.PASS_ROLE, Status.PASS,
+                     f"{ctx.identity.display_name} may pass {ctx.role.name} to SageMaker.")
+    how = "explicitly denies" if decision == "explicitDeny" else "does not allow"
+    return Check(CheckId.PASS_ROLE, Status.FAIL,
+                 f"IAM {how} iam:PassRole on {ctx.role.name} for {ctx.identity.display_name}.",
+                 f"Ask an administrator to allow iam:PassRole on {ctx.role.arn} (with "
+                 f"iam:PassedToService = {acct.SAGEMAKER_SERVICE}) for these credentials.")
+
+
+def _check_image(ctx: Context) -> Check:
+    assert ctx.clients is not None
+    uri = ctx.settings.image_uri.strip() or (tts_image(ctx.region) if ctx.kind == "tts" else "")
+    build = build_and_push_command(ctx.region, ctx.account)
+    if not uri:
+        return Check(CheckId.IMAGE, Status.FAIL, "No STT image is chosen.",
+                     "Choose an image from your ECR repositories, or build and push one "
+                     f"(needs Docker) with: {build}")
+    if ctx.kind == "tts" and uri == tts_image(ctx.region):
+        return Check(CheckId.IMAGE, Status.PASS,
+                     f"AWS's vLLM-Omni image for {ctx.region} ({uri}).")
+    ref = parse_image_uri(uri)
+    if ref.region != ctx.region:
+        return Check(CheckId.IMAGE, Status.FAIL,
+                     f"The image is in ECR in {ref.region}; SageMaker pulls from the "
+                     f"endpoint's region, {ctx.region}.",
+                     f"Push the image to {ctx.region} ({build}) or deploy in {ref.region}.")
+    found = find_image(ctx.clients.ecr, uri)
+    if found is None:
+        return Check(CheckId.IMAGE, Status.FAIL,
+                     f"No image {ref.reference} in repository {ref.repository} "
+                     f"(account {ref.registry}, {ref.region}).",
+                     f"Choose another image, or build and push it with: {build}")
+    when = f", pushed {found.pushed_at:%Y-%m-%d}" if found.pushed_at else ""
+    return Check(CheckId.IMAGE, Status.PASS, f"{ref.repository}:{ref.reference} exists{when}.")
+
+
+def _check_model(ctx: Context) -> Check:
+    assert ctx.clients is not None
+    default = DEFAULT_STT_MODEL if ctx.kind == "stt" else TTS_MODEL_ID
+    source = parse_model_source(ctx.settings.model_source, default)
+    if not source.is_s3:
+        return Check(CheckId.MODEL, Status.PASS,
+                     f"Hugging Face model {source.model_id}; the endpoint downloads it "
+                     "when it starts.")
+    state = inspect_s3_source(ctx.clients.s3, source)
+    if not state.bucket_exists:
+        return Check(CheckId.MODEL, Status.FAIL, f"Bucket {source.bucket} does not exist.",
+                     "Check the s3:// address, or use a Hugging Face model id.")
+    if state.bucket_region != ctx.region:
+        return Check(CheckId.MODEL, Status.FAIL,
+                     f"Bucket {source.bucket} is in {state.bucket_region}; the endpoint "
+                     f"would be in {ctx.region}.",
+                     f"Copy the model to a bucket in {ctx.region}, or deploy in "
+                     f"{state.bucket_region}.")
+    if not state.has_objects:
+        return Check(CheckId.MODEL, Status.FAIL, f"Nothing is stored under {source.uri}.",
+                     "Upload the model's files (uncompressed) under that prefix.")
+    return Check(CheckId.MODEL, Status.PASS, f"{source.uri} is readable and not empty.")
+
+
+def _quota_value(quotas: Any, name: str) -> float | None:
+    """The applied quota named ``name``, else its default; None if there is none."""
+    for operation in ("list_service_quotas", "list_aws_default_service_quotas"):
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"ServiceCode": QUOTA_SERVICE_CODE, "MaxResults": 100}
+            if token:
+                params["NextToken"] = token
+            page = acct.call(quotas, operation, **params)
+            for quota in page.get("Quotas", []):
+                if quota.get("QuotaName") == name and "Value" in quota:
+                    return float(quota["Value"])
+            token = page.get("NextToken")
+            if not token:
+                break
+    return None
+
+
+def instances_needed(settings: EndpointDeploySettings) -> int:
+    """Instances the deploy may run at once: one, or the autoscaling maximum."""
+    return max(1, settings.autoscale_max) if settings.autoscale_min > 0 else 1
+
+
+def _check_quota(ctx: Context) -> Check:
+    assert ctx.clients is not None
+    first = validate_instance_types(ctx.settings.instance_types)[0]
+    name = QUOTA_NAME.format(instance_type=first)
+    needed = instances_needed(ctx.settings)
+    value = _quota_value(ctx.clients.service_quotas, name)
+    if value is None:
+        return Check(CheckId.QUOTA, Status.UNKNOWN,
+                     f"Service Quotas has no quota named “{name}” in {ctx.region}.",
+                     "Override this check if you know the account may run this type.")
+    if value < needed:
+        return Check(CheckId.QUOTA, Status.FAIL,
+                     f"The quota “{name}” is {value:g} in {ctx.region}; the deploy needs "
+                     f"{needed}.",
+                     f"Request an increase to at least {needed} in the Service Quotas console "
+                     "(Amazon SageMaker), or put a type with quota first in the pool.")
+    return Check(CheckId.QUOTA, Status.PASS,
+                 f"The quota “{name}” is {value:g} (needs {needed}).")
+
+
+def check_price(ctx: Context) -> Check:
+    types = validate_instance_types(ctx.settings.instance_types)
+    known = [(t, p) for t in types if (p := ctx.prices.lookup(t, ctx.region)) is not None]
+    if not known:
+        return Check(CheckId.PRICE, Status.UNKNOWN,
+                     f"No price is known for {', '.join(types)} in {ctx.region}.",
+                     f"Look it up on {PRICING_URL} (a prices.json in the config folder can "
+                     "add it), then override this check.")
+    low, high = min(p.hourly for _, p in known), max(p.hourly for _, p in known)
+    currency = known[0][1].currency
+    text = (f"about {format_cost(low, currency)}/hour" if low == high else
+            f"about {format_cost(low, currency)}–{format_cost(high, currency)}/hour "
+            "(by the type that wins)")
+    per = " per instance" if instances_needed(ctx.settings) > 1 else ""
+    approx = ("" if all(p.exact for _, p in known)
+              else f", estimated from {ctx.prices.fallback_region}")
+    missing = [t for t in types if t not in dict(known)]
+    note = f"; no price known for {', '.join(missing)}" if missing else ""
+    return Check(CheckId.PRICE, Status.PASS,
+                 f"{text}{per}{approx}{note}, billed until stopped.")
+
+
+AWS_CHECKS: tuple[tuple[CheckId, str, str, Callable[[Context], Check]], ...] = (
+    (CheckId.ROLE, "read IAM roles", "iam:GetRole", _check_role),
+    (CheckId.PASS_ROLE, "simulate IAM policies", "iam:SimulatePrincipalPolicy",
+     _check_pass_role),
+    (CheckId.IMAGE, "read ECR images", "ecr:DescribeImages", _check_image),
+    (CheckId.MODEL, "read the S3 model prefix", "s3:ListBucket", _check_model),
+    (CheckId.QUOTA, "read Service Quotas", "servicequotas:ListServiceQuotas", _check_quota),
+)

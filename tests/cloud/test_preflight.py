@@ -1,0 +1,238 @@
+"""Preflight against a moto account (IAM, STS, ECR, S3); IAM policy simulation and
+Service Quotas answer from Stubbers, which validate each request against the real API."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from captioner.cloud.account import AccountClients
+from captioner.cloud.preflight import (
+    ORDER,
+    CheckId,
+    PreflightFailedError,
+    Status,
+    require,
+    run_preflight,
+)
+from captioner.cloud.pricing import PriceTable
+from captioner.settings import EndpointDeploySettings
+from tests.support.aws_account import (
+    ACCOUNT,
+    REGION,
+    ROLE_ARN,
+    STT_IMAGE,
+    STT_REPO,
+    FakeAccount,
+)
+
+PRICES = PriceTable(regions={REGION: {"ml.g6.4xlarge": 1.654, "ml.g6.xlarge": 1.006,
+                                      "ml.g5.xlarge": 1.408}})
+
+
+def stt(**changes) -> EndpointDeploySettings:
+    base = {"image_uri": STT_IMAGE, "role_arn": ROLE_ARN, "instance_types": ["ml.g6.4xlarge"]}
+    return EndpointDeploySettings(**{**base, **changes})
+
+
+def run(account: FakeAccount, settings: EndpointDeploySettings, kind="stt", **kwargs):
+    return run_preflight(kind, settings, account.clients, region=REGION, prices=PRICES,
+                         **kwargs)
+
+
+def statuses(preflight) -> dict[str, str]:
+    return {c.id.value: c.status.value for c in preflight.checks}
+
+
+def test_a_complete_setup_passes_every_check_in_order(fake_account: FakeAccount) -> None:
+    fake_account.add_role()
+    fake_account.add_image()
+    fake_account.add_model("voxtral-weights", "voxtral/config.json")
+    fake_account.allow_pass_role()
+    fake_account.quota("ml.g6.4xlarge", 1)
+    preflight = run(fake_account, stt(model_source="s3://voxtral-weights/voxtral"))
+    assert [c.id for c in preflight.checks] == list(ORDER)
+    assert preflight.all_passed and preflight.may_deploy, preflight.lines()
+    assert preflight.first_failure is None
+    assert preflight.identity is not None and preflight.identity.account == ACCOUNT
+    assert require(preflight) is preflight
+    text = "\n".join(preflight.lines())
+    assert f"Account {ACCOUNT} as user/moto" in text
+    assert "Role CaptionerSageMaker exists and SageMaker may assume it" in text
+    assert "user/moto may pass CaptionerSageMaker to SageMaker" in text
+    assert f"{STT_REPO}:latest exists" in text
+    assert "s3://voxtral-weights/voxtral/ is readable and not empty" in text
+    assert "“ml.g6.4xlarge for endpoint usage” is 1 (needs 1)" in text
+    assert "about $1.65/hour" in text
+
+
+def test_nothing_set_up_fails_at_the_role_and_names_what_is_missing(
+        fake_account: FakeAccount) -> None:
+    fake_account.quota("ml.g6.4xlarge", 1)
+    preflight = run(fake_account, stt())
+    assert statuses(preflight) == {
+        "credentials": "PASS", "role": "FAIL", "pass-role": "UNKNOWN", "image": "FAIL",
+        "model": "PASS", "quota": "PASS", "price": "PASS"}
+    assert not preflight.may_deploy
+    assert preflight.first_failure is preflight.check(CheckId.ROLE)
+    assert preflight.check(CheckId.ROLE).detail == (
+        f"Role CaptionerSageMaker does not exist in account {ACCOUNT}.")
+    image = preflight.check(CheckId.IMAGE)
+    assert image.detail == (
+        f"No image latest in repository {STT_REPO} (account {ACCOUNT}, {REGION}).")
+    assert f"container/build_and_push.sh {REGION} {ACCOUNT}" in image.fix
+    with pytest.raises(PreflightFailedError, match="Execution role: Role CaptionerSageMaker does "
+                                                   "not exist") as info:
+        require(preflight)
+    assert info.value.preflight is preflight
+
+
+def test_empty_settings_say_what_to_choose(fake_account: FakeAccount) -> None:
+    preflight = run(fake_account, stt(role_arn="", image_uri="", instance_types=["ml.x.big"]))
+    assert preflight.check(CheckId.ROLE).detail == "No execution role is chosen."
+    assert "let Captioner create one" in preflight.check(CheckId.ROLE).fix
+    assert preflight.check(CheckId.IMAGE).detail == "No STT image is chosen."
+    assert "build and push one" in preflight.check(CheckId.IMAGE).fix
+    assert preflight.check(CheckId.QUOTA).status is Status.UNKNOWN  # no such quota
+    fake_account.quotas.assert_no_pending_responses()
+
+
+def test_a_role_sagemaker_cannot_assume_fails(fake_account: FakeAccount) -> None:
+    ec2_trust = {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"},
+        "Action": "sts:AssumeRole"}]}
+    fake_account.add_role(trust=ec2_trust)
+    fake_account.add_image()
+    fake_account.quota("ml.g6.4xlarge", 1)
+    role = run(fake_account, stt()).check(CheckId.ROLE)
+    assert role.status is Status.FAIL
+    assert "does not let SageMaker assume it" in role.detail
+    assert "sagemaker.amazonaws.com" in role.fix
+
+
+def test_a_role_of_another_account_fails_without_asking_iam(fake_account: FakeAccount) -> None:
+    fake_account.quota("ml.g6.4xlarge", 1)
+    role = run(fake_account, stt(role_arn="arn:aws:iam::210987654321:role/Theirs")
+               ).check(CheckId.ROLE)
+    assert role.status is Status.FAIL
+    assert "belongs to account 210987654321" in role.detail
+
+
+@pytest.mark.parametrize("decision, words", [("implicitDeny", "does not allow"),
+                                             ("explicitDeny", "explicitly denies")])
+def test_pass_role_denied_fails_with_the_permission_to_ask_for(
+        fake_account: FakeAccount, decision: str, words: str) -> None:
+    fake_account.add_role()
+    fake_account.add_image()
+    fake_account.allow_pass_role(decision)
+    fake_account.quota("ml.g6.4xlarge", 1)
+    preflight = run(fake_account, stt())
+    check = preflight.check(CheckId.PASS_ROLE)
+    assert check.status is Status.FAIL and words in check.detail
+    assert f"iam:PassRole on {ROLE_ARN}" in check.fix
+    assert preflight.first_failure is check
+    assert not preflight.with_overrides(["pass-role"]).may_deploy  # a FAIL cannot be overridden
+
+
+def test_checks_that_cannot_be_read_are_unknown_and_may_be_overridden(
+        fake_account: FakeAccount) -> None:
+    fake_account.add_role()
+    fake_account.add_image()
+    fake_account.simulator.add_client_error(
+        "simulate_principal_policy", "AccessDenied", "not authorized to perform "
+        "iam:SimulatePrincipalPolicy", 403)
+    fake_account.quotas.add_client_error(
+        "list_service_quotas", "AccessDeniedException", "no servicequotas access", 400)
+    preflight = run(fake_account, stt())
+    pass_role, quota = preflight.check(CheckId.PASS_ROLE), preflight.check(CheckId.QUOTA)
+    assert pass_role.status is Status.UNKNOWN and quota.status is Status.UNKNOWN
+    assert "iam:SimulatePrincipalPolicy" in pass_role.detail
+    assert "servicequotas:ListServiceQuotas" in quota.detail and "override" in quota.fix
+    assert not preflight.may_deploy and preflight.first_failure is pass_role
+    partly = preflight.with_overrides(["pass-role"])
+    assert not partly.may_deploy and partly.first_failure is quota
+    both = preflight.with_overrides([CheckId.PASS_ROLE, "quota"])
+    assert both.may_deploy and not both.all_passed
+    assert "overridden checks: Permission to pass the role, Endpoint quota" in both.summary()
+    assert any(line.startswith("OVERRIDE") for line in both.lines())
+
+
+def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
+        fake_account: FakeAccount) -> None:
+    fake_account.add_role()
+    fake_account.add_image()
+    fake_account.allow_pass_role()
+    fake_account.quota("ml.g6.4xlarge", None, default=0)
+    quota = run(fake_account, stt()).check(CheckId.QUOTA)
+    assert quota.status is Status.FAIL
+    assert quota.detail == (f"The quota “ml.g6.4xlarge for endpoint usage” is 0 in {REGION}; "
+                            "the deploy needs 1.")
+    assert "Service Quotas console" in quota.fix
+
+    fake_account.allow_pass_role()
+    fake_account.quota("ml.g6.4xlarge", 2)
+    autoscaled = run(fake_account, stt(autoscale_min=1, autoscale_max=3)).check(CheckId.QUOTA)
+    assert autoscaled.status is Status.FAIL and "the deploy needs 3" in autoscaled.detail
+
+
+def test_model_sources(fake_account: FakeAccount) -> None:
+    fake_account.add_model("empty-bucket", "")
+    fake_account.add_model("far-bucket", "m/x", region="eu-west-1")
+    cases = {
+        "": ("PASS", "Hugging Face model mistralai/Voxtral-Mini-4B-Realtime-2602"),
+        "org/model-1.5": ("PASS", "Hugging Face model org/model-1.5"),
+        "s3://no-such-bucket/m/": ("FAIL", "Bucket no-such-bucket does not exist."),
+        "s3://empty-bucket/m": ("FAIL", "Nothing is stored under s3://empty-bucket/m/."),
+        "s3://far-bucket/m/": ("FAIL", "Bucket far-bucket is in eu-west-1"),
+        "not a model": ("FAIL", "'not a model' is neither an s3:// prefix nor"),
+    }
+    for source, (status, words) in cases.items():
+        fake_account.quota("ml.g6.4xlarge", 1)
+        check = run(fake_account, stt(model_source=source)).check(CheckId.MODEL)
+        assert (check.status.value, words in check.detail) == (status, True), (source, check)
+
+
+def test_image_in_another_region_fails(fake_account: FakeAccount) -> None:
+    fake_account.quota("ml.g6.4xlarge", 1)
+    image = STT_IMAGE.replace(REGION, "eu-west-1")
+    check = run(fake_account, stt(image_uri=image)).check(CheckId.IMAGE)
+    assert check.status is Status.FAIL
+    assert "in eu-west-1; SageMaker pulls from the endpoint's region, us-east-1" in check.detail
+
+
+def test_tts_uses_the_aws_image_for_the_region(fake_account: FakeAccount) -> None:
+    fake_account.quota("ml.g6.xlarge", 1)
+    check = run(fake_account, stt(image_uri="", instance_types=["ml.g6.xlarge"]),
+                kind="tts").check(CheckId.IMAGE)
+    assert check.status is Status.PASS
+    assert f"763104351884.dkr.ecr.{REGION}.amazonaws.com/vllm:omni" in check.detail
+
+
+def test_unknown_price_is_unknown_and_a_pool_shows_its_range(fake_account: FakeAccount) -> None:
+    fake_account.quota("ml.p5.48xlarge", 1)
+    price = run(fake_account, stt(instance_types=["ml.p5.48xlarge"])).check(CheckId.PRICE)
+    assert price.status is Status.UNKNOWN and "No price is known for ml.p5.48xlarge" in price.detail
+    fake_account.quota("ml.g6.xlarge", 1)
+    pool = run(fake_account, stt(instance_types=["ml.g6.xlarge", "ml.g5.xlarge", "ml.p5.48xlarge"])
+               ).check(CheckId.PRICE)
+    assert pool.status is Status.PASS
+    assert "about $1.01–$1.41/hour (by the type that wins)" in pool.detail
+    assert "no price known for ml.p5.48xlarge" in pool.detail
+
+
+def test_rejected_credentials_fail_first_and_nothing_else_is_asked(
+        fake_account: FakeAccount) -> None:
+    sts = boto3.Session(aws_access_key_id="x", aws_secret_access_key="y",
+                        region_name=REGION).client("sts")
+    clients = AccountClients(sts=sts, iam=None, ecr=None, s3=None, service_quotas=None)
+    with Stubber(sts) as stub:
+        stub.add_client_error("get_caller_identity", "ExpiredToken",
+                              "The security token included in the request is expired", 403)
+        preflight = run_preflight("stt", stt(), clients, region=REGION, prices=PRICES)
+    first = preflight.first_failure
+    assert first is not None and first.id is CheckId.CREDENTIALS
+    assert first.status is Status.FAIL and "have expired" in first.detail
+    assert {c.status for c in preflight.checks[1:-1]} == {Status.UNKNOWN}
+    assert all("Not checked" in c.detail for c in preflight.checks[1:-1])
+    assert not preflight.with_overrides([c.id for c in preflight.checks]).may_deploy
