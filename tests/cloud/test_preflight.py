@@ -76,6 +76,8 @@ def test_nothing_set_up_fails_at_the_role_and_names_what_is_missing(
         "model": "PASS", "quota": "PASS", "price": "PASS"}
     assert not preflight.may_deploy
     assert preflight.first_failure is preflight.check(CheckId.ROLE)
+    assert [c.section for c in CheckId] == [
+        "credentials", "role", "role", "image", "model", "quota", "price"]
     assert preflight.check(CheckId.ROLE).detail == (
         f"Role CaptionerSageMaker does not exist in account {ACCOUNT}.")
     image = preflight.check(CheckId.IMAGE)

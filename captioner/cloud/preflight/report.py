@@ -27,6 +27,11 @@ class CheckId(enum.Enum):
     def title(self) -> str:
         return _TITLES[self]
 
+    @property
+    def section(self) -> str:
+        """The part of the set-up that fixes it (pass-role is fixed at the role)."""
+        return "role" if self is CheckId.PASS_ROLE else self.value
+
 
 _TITLES = {
     CheckId.CREDENTIALS: "AWS credentials",
