@@ -114,6 +114,7 @@ class EndpointDeploySettings:
     # preflight checks the user chose to go past because they cannot be read (e.g. the
     # quota without Service Quotas permission); a check that FAILS is never skipped
     accepted_unknown: list[str] = field(default_factory=list)
+    max_lifetime_hours: float = 8.0  # the server deletes it then (renewed while in use); 0 = off
 
 
 @dataclass

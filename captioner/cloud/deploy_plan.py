@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from captioner.cloud.errors import DeployConfigError
+from captioner.cloud.ownership import TAG_MANAGED, Owner
 from captioner.settings import DEFAULT_STT_MODEL, EndpointDeploySettings
 
 Kind = Literal["stt", "tts"]
@@ -26,7 +27,6 @@ TTS_MODEL_ID = "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
 TTS_IMAGE_TEMPLATE = "763104351884.dkr.ecr.{region}.amazonaws.com/vllm:omni-sagemaker-cuda-v1.5"
 MODEL_DIR = "/opt/ml/model"  # where SageMaker puts ModelDataSource files
 
-TAG_MANAGED = "captioner:managed"
 TAG_KIND = "captioner:kind"
 TAG_CREATED_AT = "captioner:created-at"
 
@@ -38,6 +38,7 @@ TTS_ENV: dict[str, str] = {}
 
 DEFAULT_PROVISION_TIMEOUT = 1800  # s; API range 300–3600
 DEFAULT_DOWNLOAD_TIMEOUT = 1800  # s; API range 60–3600
+MAX_LIFETIME_HOURS = 7 * 24  # the longest backstop a user may set
 
 ROLE_ARN_RE = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$")
 INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$")
@@ -55,6 +56,7 @@ class DeployPlan:
     name: str  # model, endpoint config and endpoint all carry this name
     instance_types: tuple[str, ...]
     created_at: datetime
+    expires_at: datetime | None  # the server-side backstop deletes the endpoint then
     model_request: dict[str, Any] = field(repr=False)
     config_request: dict[str, Any] = field(repr=False)
     endpoint_request: dict[str, Any] = field(repr=False)
@@ -64,13 +66,35 @@ def stack_name(kind: Kind, created_at: datetime) -> str:
     return f"{NAME_PREFIX}-{kind}-{created_at.astimezone(UTC):%Y%m%d-%H%M%S}"
 
 
-def managed_tags(kind: Kind, created_at: datetime) -> list[dict[str, str]]:
+def managed_tags(kind: Kind, created_at: datetime, owner: Owner | None = None
+                 ) -> list[dict[str, str]]:
     stamp = created_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return [
         {"Key": TAG_MANAGED, "Value": "true"},
         {"Key": TAG_KIND, "Value": kind},
         {"Key": TAG_CREATED_AT, "Value": stamp},
+        *(owner.tags() if owner is not None else []),
     ]
+
+
+def validate_lifetime(hours: float) -> timedelta | None:
+    """The backstop's delay from creation; None when turned off (0)."""
+    if hours == 0:
+        return None
+    if not 0 < hours <= MAX_LIFETIME_HOURS:
+        raise DeployConfigError(
+            f"The maximum lifetime must be 0 (off) or up to {MAX_LIFETIME_HOURS} hours; "
+            f"got {hours:g}.")
+    return timedelta(hours=hours)
+
+
+def lifetime_text(plan: DeployPlan) -> str:
+    """The backstop line of a plan, as the CLI and the GUI show it."""
+    if plan.expires_at is None:
+        return "no limit: nothing deletes it unless you stop it"
+    hours = (plan.expires_at - plan.created_at).total_seconds() / 3600
+    return (f"AWS deletes it at {plan.expires_at:%Y-%m-%d %H:%M} UTC ({hours:g} h after "
+            "creation; the app moves this on while you use it)")
 
 
 def tts_image(region: str) -> str:
@@ -114,12 +138,14 @@ def plan_deploy(
     env: dict[str, str] | None = None,
     provision_timeout: int = DEFAULT_PROVISION_TIMEOUT,
     download_timeout: int = DEFAULT_DOWNLOAD_TIMEOUT,
+    owner: Owner | None = None,
 ) -> DeployPlan:
     """Validate the inputs and build the requests; raises DeployConfigError, never calls AWS.
 
     ``settings.model_source`` is an ``s3://`` prefix (uncompressed files, mounted at
     /opt/ml/model and served under the default model id) or a model id for SM_VLLM_MODEL;
     empty means the kind's default model. ``env`` adds or overrides SM_VLLM_* variables.
+    ``owner`` adds this installation's ownership tags to every resource.
     """
     if kind not in KINDS:
         raise DeployConfigError(f"Unknown endpoint kind {kind!r}; use stt or tts.")
@@ -131,9 +157,10 @@ def plan_deploy(
         raise DeployConfigError("The instance provision timeout must be 300–3600 seconds.")
     if not 60 <= download_timeout <= 3600:
         raise DeployConfigError("The model download timeout must be 60–3600 seconds.")
+    lifetime = validate_lifetime(settings.max_lifetime_hours)
     created_at = (now or datetime.now(UTC)).astimezone(UTC).replace(microsecond=0)
     name = stack_name(kind, created_at)
-    tags = managed_tags(kind, created_at)
+    tags = managed_tags(kind, created_at, owner)
 
     image = settings.image_uri.strip()
     if kind == "stt" and not image:
@@ -188,6 +215,7 @@ def plan_deploy(
         name=name,
         instance_types=types,
         created_at=created_at,
+        expires_at=created_at + lifetime if lifetime is not None else None,
         model_request={
             "ModelName": name,
             "PrimaryContainer": container,

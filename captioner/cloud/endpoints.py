@@ -5,9 +5,12 @@ for the asyncio side). Clients are injected, so tests pass Stubber-wrapped or
 moto-pointed clients and the app passes clients from its credentials provider.
 
 Resources of one deploy share one name (``captioner-<kind>-<yyyymmdd-hhmmss>``) and
-carry the ``captioner:managed`` tags, which is how a restarted app finds them again
-and how stop knows it may delete them. Stop is idempotent and resumable: anything
-already gone counts as deleted, so a half-deployed stack is cleaned up the same way.
+carry the ``captioner:managed`` tags plus this installation's ownership tags (see
+captioner.cloud.ownership): that is how a restarted app finds its own endpoints again
+and how stop knows it may delete them. Each deploy also arms a server-side backstop
+(captioner.cloud.backstop) that deletes the endpoint at its maximum lifetime. Stop is
+idempotent and resumable: anything already gone counts as deleted, so a half-deployed
+stack is cleaned up the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import boto3
@@ -26,10 +29,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from captioner.aws import CredentialsError, provider_for
 from captioner.cloud import scaling, watch
+from captioner.cloud.backstop import Backstop, BackstopPlan, account_of
 from captioner.cloud.deploy_plan import (
     NAME_PREFIX,
     TAG_KIND,
-    TAG_MANAGED,
     DeployPlan,
     Kind,
     plan_deploy,
@@ -38,17 +41,28 @@ from captioner.cloud.errors import (
     THROTTLING_CODES,
     DeployConfigError,
     EndpointControlError,
+    NotOwnedError,
     error_code,
     is_not_found,
     translate,
 )
+from captioner.cloud.ownership import (
+    TAG_MANAGED,
+    TAG_OWNER,
+    Owner,
+    Ownership,
+    owner_text,
+    stack_ownership,
+)
 from captioner.cloud.pricing import PriceTable, load_prices
+from captioner.cloud.state import load_state
 from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of, stage_of
 from captioner.settings import EndpointDeploySettings, Settings
 
 log = logging.getLogger(__name__)
 
 ClientFactory = Callable[[str], Any]  # service name ("sagemaker", …) → boto3 client
+LEFTOVER_MIN_AGE = timedelta(minutes=30)  # younger configs/models may be a deploy in progress
 
 CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 4},
@@ -93,10 +107,22 @@ class ManagedEndpoint:
     kind: Kind | None
     created_at: datetime | None
     tags: dict[str, str] = field(default_factory=dict)
+    ownership: Ownership = Ownership.MINE
+    region: str = ""
 
     @property
     def stage(self) -> Stage:
         return stage_of(self.status)
+
+    @property
+    def mine(self) -> bool:
+        """Made by this installation: the app may adopt and stop it."""
+        return self.ownership.mine
+
+    @property
+    def owner(self) -> str:
+        """"yours", or who made it (the creating principal's ARN) for a read-only list."""
+        return owner_text(self.tags, self.ownership)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +141,7 @@ class StopReport:
     name: str
     deleted: list[str] = field(default_factory=list)  # "endpoint X", "endpoint config X", …
     already_gone: list[str] = field(default_factory=list)
+    forced: bool = False  # not provably ours; deleted because the user typed its name
 
 
 class EndpointControl:
@@ -125,6 +152,10 @@ class EndpointControl:
         sagemaker: Any,
         autoscaling: Any | None = None,
         *,
+        sts: Any | None = None,
+        scheduler: Any | None = None,
+        iam: Any | None = None,
+        installation_id: str | None = None,
         prices: PriceTable | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         sleep: Callable[[float], None] = time.sleep,
@@ -142,10 +173,29 @@ class EndpointControl:
         self._throttle_retries = throttle_retries
         self._throttle_delay = throttle_delay
         self._configs: dict[str, dict[str, Any]] = {}  # configs never change; cache them
+        self.sts = sts
+        self._installation_id = installation_id
+        self._owner: Owner | None = None
+        self.backstop = (Backstop(scheduler, iam, self._call, sleep=sleep)
+                         if scheduler is not None and iam is not None else None)
 
     @classmethod
     def from_factory(cls, make: ClientFactory, **kwargs: Any) -> EndpointControl:
-        return cls(make("sagemaker"), make("application-autoscaling"), **kwargs)
+        return cls(make("sagemaker"), make("application-autoscaling"), sts=make("sts"),
+                   scheduler=make("scheduler"), iam=make("iam"), **kwargs)
+
+    @property
+    def owner(self) -> Owner:
+        """This installation and the signed-in principal (STS GetCallerIdentity, once)."""
+        if self._owner is None:
+            installation = self._installation_id
+            if installation is None:
+                installation = load_state().installation_id
+            arn = ""
+            if self.sts is not None:
+                arn = str((self._call(self.sts, "get_caller_identity") or {}).get("Arn", ""))
+            self._owner = Owner(installation, arn)
+        return self._owner
 
     @classmethod
     def from_session(
@@ -188,7 +238,26 @@ class EndpointControl:
     # ---- deploy ------------------------------------------------------------------------
 
     def plan(self, kind: Kind, settings: EndpointDeploySettings, **kwargs: Any) -> DeployPlan:
-        return plan_deploy(kind, settings, self.region, now=self.now(), **kwargs)
+        plan = plan_deploy(kind, settings, self.region, now=self.now(), **kwargs)
+        return plan_deploy(kind, settings, self.region, now=plan.created_at, owner=self.owner,
+                           **kwargs)  # validated before asking STS who we are
+
+    def backstop_plan(self, name: str, expires_at: datetime) -> BackstopPlan:
+        owner = self.owner
+        account = account_of(owner.principal_arn)
+        if not account:
+            raise DeployConfigError(
+                "Could not tell which AWS account these credentials belong to, so the "
+                "server-side lifetime limit cannot be set up.")
+        return BackstopPlan(name, self.region, account, owner.installation_id, expires_at)
+
+    def renew_backstop(self, name: str, lifetime: timedelta) -> datetime | None:
+        """Push the server-side deletion of ``name`` to now + ``lifetime`` (app in use)."""
+        if self.backstop is None:
+            return None
+        expires_at = self.now().astimezone(UTC).replace(microsecond=0) + lifetime
+        self.backstop.renew(self.backstop_plan(name, expires_at), self.owner)
+        return expires_at
 
     def estimate(self, plan: DeployPlan) -> CostEstimate:
         prices = [self.prices.lookup(t, self.region) for t in plan.instance_types]
@@ -203,11 +272,16 @@ class EndpointControl:
         )
 
     def deploy(self, plan: DeployPlan, *, on_step: Callable[[str], None] | None = None) -> str:
-        """Create model → endpoint config → endpoint; returns the endpoint name.
+        """Arm the backstop, then create model → endpoint config → endpoint; returns the name.
 
         Does not wait for InService (see captioner.cloud.watch). If a step fails, what
-        was already created is deleted before the typed error is raised.
+        was already created is deleted before the typed error is raised. The backstop
+        comes first, so no endpoint exists without its deletion scheduled.
         """
+        if plan.expires_at is not None and self.backstop is not None:
+            if on_step:
+                on_step(f"scheduling deletion of {plan.name} at its maximum lifetime")
+            self.backstop.arm(self.backstop_plan(plan.name, plan.expires_at), self.owner)
         steps = (
             ("model", "create_model", plan.model_request),
             ("endpoint config", "create_endpoint_config", plan.config_request),
@@ -220,7 +294,7 @@ class EndpointControl:
             try:
                 self._sm(operation, **request)
             except EndpointControlError as exc:
-                leftovers = self._cleanup_partial(plan.name, created)
+                leftovers = self._cleanup_partial(plan.name, created, plan.expires_at)
                 if leftovers:
                     _note_leftovers(exc, plan.name, leftovers)
                 raise
@@ -228,9 +302,15 @@ class EndpointControl:
             log.info("= created %s %s", label, plan.name)
         return plan.name
 
-    def _cleanup_partial(self, name: str, created: list[str]) -> list[str]:
+    def _cleanup_partial(self, name: str, created: list[str], expires_at: datetime | None
+                         ) -> list[str]:
         """Delete what a failed deploy created; returns what could not be deleted."""
         leftovers: list[str] = []
+        if expires_at is not None and self.backstop is not None:
+            try:
+                self.backstop.disarm(name, self.owner.installation_id)
+            except EndpointControlError as exc:  # harmless: it deletes nothing that exists
+                log.warning("! could not remove the backstop of %s: %s", name, exc)
         for label, operation, key in (
             ("endpoint config", "delete_endpoint_config", "EndpointConfigName"),
             ("model", "delete_model", "ModelName"),
@@ -269,8 +349,12 @@ class EndpointControl:
             name, endpoint, config, now=self.now(), prices=self.prices, region=self.region
         )
 
-    def find_managed_endpoints(self, kind: Kind | None = None) -> list[ManagedEndpoint]:
-        """Endpoints tagged captioner:managed=true in this region (survives app restarts)."""
+    def find_managed_endpoints(self, kind: Kind | None = None, *, mine_only: bool = False
+                               ) -> list[ManagedEndpoint]:
+        """Endpoints tagged captioner:managed=true in this region (survives app restarts).
+
+        Everyone's, each with its ``ownership``; ``mine_only`` keeps this installation's.
+        """
         found: list[ManagedEndpoint] = []
         token: str | None = None
         while True:
@@ -285,6 +369,9 @@ class EndpointControl:
                 endpoint_kind = tags.get(TAG_KIND) or kind_of(summary["EndpointName"])
                 if kind is not None and endpoint_kind != kind:
                     continue
+                ownership = self.owner.ownership(tags)
+                if mine_only and not ownership.mine:
+                    continue
                 found.append(
                     ManagedEndpoint(
                         name=summary["EndpointName"],
@@ -293,6 +380,8 @@ class EndpointControl:
                         kind=endpoint_kind if endpoint_kind in ("stt", "tts") else None,
                         created_at=summary.get("CreationTime"),
                         tags=tags,
+                        ownership=ownership,
+                        region=self.region,
                     )
                 )
             token = page.get("NextToken")
@@ -317,10 +406,10 @@ class EndpointControl:
                 return tags
 
     def orphans(self, exclude: Iterable[str] = ()) -> list[EndpointSnapshot]:
-        """Managed endpoints that may be billing, except those named in ``exclude``."""
+        """This installation's endpoints that may be billing, except those in ``exclude``."""
         skip = set(exclude)
         snapshots = []
-        for endpoint in self.find_managed_endpoints():
+        for endpoint in self.find_managed_endpoints(mine_only=True):
             if endpoint.name in skip or not endpoint.stage.billing:
                 continue
             snap = self.snapshot(endpoint.name)
@@ -371,23 +460,24 @@ class EndpointControl:
         on_snapshot: Callable[[EndpointSnapshot], None] | None = None,
         poll_interval: float = 10.0,
         timeout: float = 1800.0,
-        force: bool = False,
+        confirm_name: str | None = None,
     ) -> StopReport:
-        """Delete endpoint → wait until gone → delete config → delete model.
+        """Delete endpoint → wait until gone → delete config → delete model; drop the backstop.
 
         Safe to repeat and to resume after an interruption; pieces already gone are
-        reported in ``already_gone``. Refuses endpoints Captioner did not create unless
-        ``force`` (so a typo cannot delete someone else's endpoint).
+        reported in ``already_gone``. Refuses (:class:`NotOwnedError`) unless the
+        endpoint, its config and its model all carry this installation's id — so neither
+        a typo nor the app can delete a colleague's endpoint — except as a forced stop:
+        ``confirm_name`` is the name the user typed, and it must equal ``name``.
         """
         report = StopReport(name)
         endpoint = self.describe(name)
-        if not force:
-            self._check_managed(name, endpoint)
-        self.remove_autoscaling(name)
         config_name = (endpoint or {}).get("EndpointConfigName") or name
         self._configs.pop(config_name, None)
         config = self._config(config_name)
         models = [v["ModelName"] for v in (config or {}).get("ProductionVariants", [])] or [name]
+        report.forced = self._check_owned(name, endpoint, config, models, confirm_name)
+        self.remove_autoscaling(name)
 
         if endpoint is None:
             report.already_gone.append(f"endpoint {name}")
@@ -401,6 +491,8 @@ class EndpointControl:
                            on_snapshot=on_snapshot, poll_interval=poll_interval, timeout=timeout)
             (report.already_gone if gone else report.deleted).append(f"endpoint {name}")
 
+        if self.backstop is not None:  # ours, or harmlessly absent
+            self.backstop.disarm(name, self.owner.installation_id)
         self._delete(report, "endpoint config", "delete_endpoint_config",
                      EndpointConfigName=config_name)
         self._configs.pop(config_name, None)
@@ -416,19 +508,53 @@ class EndpointControl:
         else:
             report.deleted.append(f"{label} {resource}")
 
-    def _check_managed(self, name: str, endpoint: dict[str, Any] | None) -> None:
-        if endpoint is None:
-            if kind_of(name) is None:
-                raise DeployConfigError(
-                    f"{name!r} is not a Captioner endpoint name (captioner-stt-…/captioner-tts-…)."
-                )
-            return
-        tags = self._tags(endpoint["EndpointArn"]) or {}
-        if tags.get(TAG_MANAGED) != "true":
+    def _check_owned(self, name: str, endpoint: dict[str, Any] | None,
+                     config: dict[str, Any] | None, models: list[str],
+                     confirm_name: str | None) -> bool:
+        """Raise NotOwnedError unless the whole stack is ours; True for a confirmed forced stop."""
+        if endpoint is None and config is None and kind_of(name) is None:
             raise DeployConfigError(
-                f"Endpoint {name} was not created by Captioner (no {TAG_MANAGED} tag); "
-                "refusing to delete it."
+                f"{name!r} is not a Captioner endpoint name (captioner-stt-…/captioner-tts-…)."
             )
+        arns = [(endpoint or {}).get("EndpointArn"), (config or {}).get("EndpointConfigArn")]
+        for model in dict.fromkeys(models):
+            found = self._sm("describe_model", missing_ok=True, ModelName=model)
+            arns.append((found or {}).get("ModelArn"))
+        tag_sets = [self._tags(arn) if arn else None for arn in arns]
+        ownership = stack_ownership(self.owner, *tag_sets)
+        if ownership.mine:
+            return False
+        if confirm_name is not None and confirm_name.strip() == name:
+            log.warning("! forced stop of %s (%s)", name, ownership.phrase)
+            return True
+        creator = next((owner_text(t, ownership) for t in tag_sets if t and TAG_OWNER in t), "")
+        raise NotOwnedError(name, ownership, creator)
+
+    def clean_leftovers(self, min_age: timedelta = LEFTOVER_MIN_AGE) -> list[str]:
+        """Delete configs and models of ours whose endpoint is gone (the backstop fired,
+        or a stop was interrupted); returns what was deleted. Young ones are left alone:
+        a deploy may be creating them right now."""
+        deleted: list[str] = []
+        cutoff = self.now() - min_age
+        for label, listing, key, arn_key, delete, param in (
+            ("endpoint config", "list_endpoint_configs", "EndpointConfigs", "EndpointConfigArn",
+             "delete_endpoint_config", "EndpointConfigName"),
+            ("model", "list_models", "Models", "ModelArn", "delete_model", "ModelName"),
+        ):
+            page = self._sm(listing, NameContains=f"{NAME_PREFIX}-", MaxResults=100) or {}
+            for item in page.get(key, []):
+                name = item[param]
+                created = item.get("CreationTime")
+                if kind_of(name) is None or (created is not None and created > cutoff):
+                    continue
+                if self.describe(name) is not None:
+                    continue  # its endpoint still exists: stop handles it
+                if not self.owner.ownership(self._tags(item[arn_key])).mine:
+                    continue
+                if self._sm(delete, missing_ok=True, **{param: name}) is not None:
+                    deleted.append(f"{label} {name}")
+                    log.info("= removed leftover %s %s", label, name)
+        return deleted
 
 
 def _note_leftovers(exc: EndpointControlError, name: str, leftovers: list[str]) -> None:

@@ -4,6 +4,7 @@ Hierarchy (one root; caller misuse apart from faults of AWS)::
 
     EndpointControlError
     ├── DeployConfigError        bad input from the caller/settings; no AWS call was made
+    │   └── NotOwnedError            a stop of a stack that is not provably this installation's
     ├── AwsError                 AWS refused or failed; ``code`` holds the AWS error code
     │   ├── AccessDeniedError        IAM policy does not allow the action
     │   ├── QuotaExceededError       ResourceLimitExceeded (instance quota for endpoint usage)
@@ -15,10 +16,13 @@ Hierarchy (one root; caller misuse apart from faults of AWS)::
     │   └── NetworkError             could not reach AWS at all
     ├── EndpointGoneError        the endpoint vanished (deleted behind the app's back)
     ├── DeployFailedError        the endpoint reached Failed; ``reason`` is AWS's FailureReason
-    └── WaitTimeoutError         a wait ran out of time; the endpoint is left as it is
+    ├── WaitTimeoutError         a wait ran out of time; the endpoint is left as it is
+    └── StopFailedError          a stop failed and is being retried; ``cause`` is the last error
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -36,6 +40,9 @@ from botocore.exceptions import (
 
 from captioner.aws import errors as aws_errors
 
+if TYPE_CHECKING:
+    from captioner.cloud.ownership import Ownership
+
 
 class EndpointControlError(Exception):
     """Root of every error raised by captioner.cloud's endpoint control."""
@@ -45,6 +52,25 @@ class EndpointControlError(Exception):
 
 class DeployConfigError(EndpointControlError, ValueError):
     """The deploy request is invalid as given (caller or settings problem)."""
+
+
+class NotOwnedError(DeployConfigError):
+    """Refused: some resource of the stack is not this installation's (or not Captioner's).
+
+    ``ownership`` is a :class:`captioner.cloud.ownership.Ownership`; ``owner`` says who
+    made it when the tags say so. Deleting it anyway is a forced stop, confirmed by
+    typing the endpoint's name.
+    """
+
+    def __init__(self, name: str, ownership: Ownership, owner: str = "") -> None:
+        who = f" (created by {owner})" if owner else ""
+        super().__init__(
+            f"Endpoint {name} is {ownership.phrase}{who}; refusing to delete it. A forced stop "
+            "deletes it anyway once you type its name."
+        )
+        self.name = name
+        self.ownership = ownership
+        self.owner = owner
 
 
 class AwsError(EndpointControlError):
@@ -101,6 +127,21 @@ class WaitTimeoutError(EndpointControlError):
     pass
 
 
+class StopFailedError(EndpointControlError):
+    """A stop did not finish; it is retried until it does (``attempts`` so far)."""
+
+    def __init__(self, name: str, cause: EndpointControlError, attempts: int,
+                 retry_in: float | None) -> None:
+        when = f" Retrying in {retry_in:.0f} s." if retry_in is not None else ""
+        super().__init__(
+            f"Could not stop {name} (attempt {attempts}); it may still be billing: {cause}{when}"
+        )
+        self.name = name
+        self.cause = cause
+        self.attempts = attempts
+        self.retry_in = retry_in
+
+
 THROTTLING_CODES = frozenset(
     {
         "Throttling",
@@ -134,13 +175,16 @@ def error_message(exc: ClientError) -> str:
 
 
 def is_not_found(exc: BaseException) -> bool:
-    """SageMaker reports a missing model/config/endpoint as ValidationException "Could not find"."""
+    """Missing resource: SageMaker says ValidationException "Could not find"; IAM NoSuchEntity;
+    Scheduler ResourceNotFoundException."""
     if not isinstance(exc, ClientError):
         return False
     code, message = error_code(exc), error_message(exc).lower()
     return (code == "ValidationException" and "could not find" in message) or code in {
         "ResourceNotFound",
         "ObjectNotFoundException",
+        "ResourceNotFoundException",
+        "NoSuchEntity",
     }
 
 

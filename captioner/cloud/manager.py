@@ -36,7 +36,7 @@ from botocore.exceptions import BotoCoreError
 
 from captioner.cloud.cost_guard import IdleAction, IdleAutoStop, IdleState, QuitPrompt, quit_prompt
 from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind
-from captioner.cloud.endpoints import CostEstimate, EndpointControl
+from captioner.cloud.endpoints import CostEstimate, EndpointControl, ManagedEndpoint, StopReport
 from captioner.cloud.errors import (
     DeployFailedError,
     EndpointControlError,
@@ -195,12 +195,14 @@ class EndpointManager:
         self._ticker: asyncio.Task[None] | None = None
         self._url: str | None = None
         self._orphans: list[EndpointSnapshot] = []
+        self._others: list[ManagedEndpoint] = []
         self._waiters: dict[Kind, list[asyncio.Future[KindStatus]]] = {k: [] for k in KINDS}
         self.status_changed: Hook = Hook()  # (KindStatus)
         self.endpoint_changed: Hook = Hook()  # (sagemaker://… | None)
         self.idle_warning: Hook = Hook()  # (kind, seconds left | None = withdrawn)
         self.auto_stopped: Hook = Hook()  # (kind)
-        self.orphans_changed: Hook = Hook()
+        self.orphans_changed: Hook = Hook()  # (list[EndpointSnapshot])
+        self.others_changed: Hook = Hook()  # (list[ManagedEndpoint]): not ours, read-only
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -211,6 +213,11 @@ class EndpointManager:
     def orphans(self) -> list[EndpointSnapshot]:
         """Managed endpoints that bill but are not attached (for the start-up prompt)."""
         return list(self._orphans)
+
+    @property
+    def others(self) -> list[ManagedEndpoint]:
+        """Captioner endpoints of other installations (colleagues): shown, never touched."""
+        return list(self._others)
 
     @property
     def endpoint(self) -> str | None:
@@ -528,15 +535,19 @@ class EndpointManager:
     # ---- re-attach and orphans ---------------------------------------------------------
 
     async def attach(self) -> list[EndpointSnapshot]:
-        """Find managed endpoints by tag: follow the newest per kind, return the rest.
+        """Find this installation's endpoints by tag: follow the newest per kind, return the rest.
 
         Called at start-up: an endpoint left running by the previous run is picked up
         again (its captions switch to it once it serves); extra ones are orphans that
-        the app offers to stop.
+        the app offers to stop. Other installations' endpoints are only listed
+        (``others``): never adopted, never stopped.
         """
         try:
             control = await self.control()
-            found = await self._run(None, control.find_managed_endpoints)
+            everyone = await self._run(None, control.find_managed_endpoints)
+            found = [e for e in everyone if e.mine]
+            self._others = [e for e in everyone if not e.mine]
+            self.others_changed.emit(self.others)
             extra: list[str] = []
             for endpoint in reversed(found):  # newest first
                 kind = endpoint.kind
@@ -565,6 +576,19 @@ class EndpointManager:
         phase = Phase.READY if snap.stage in SERVING else Phase.STARTING
         self._set(kind, phase=phase, name=snap.name, snapshot=snap, error=None, step="")
         self._begin_follow(kind, snap.name)
+
+    async def force_stop(self, name: str, typed_name: str) -> StopReport:
+        """Delete an endpoint that is not provably ours, once the user typed its name.
+
+        Raises NotOwnedError when ``typed_name`` is not ``name`` (nothing is deleted) and
+        the typed errors of the stop itself; the list of others is refreshed after.
+        """
+        control = await self.control()
+        report = await self._run(None, control.stop, name, confirm_name=typed_name,
+                                 poll_interval=self.stop_poll_interval)
+        self._others = [e for e in self._others if e.name != name]
+        self.others_changed.emit(self.others)
+        return report
 
     async def stop_orphans(self) -> list[str]:
         """Stop every orphan; returns the errors (readable), the rest are removed."""

@@ -1,8 +1,11 @@
 """`captioner endpoint deploy|status|stop|list`: the SageMaker endpoints from a terminal.
 
 Defaults come from settings (cloud.stt / cloud.tts, aws.region / aws.profile); flags
-override them for this run only. Deploy shows the plan and its estimated hourly cost
-and asks before creating anything (``--yes`` skips the question).
+override them for this run only. Deploy shows the plan, its estimated hourly cost and
+when AWS itself will delete it (the maximum lifetime), and asks before creating
+anything (``--yes`` skips the question). Stop and list act on this installation's
+endpoints; colleagues' are listed read-only, and deleting one is a forced stop whose
+name must be typed.
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ from botocore.exceptions import BotoCoreError
 
 from captioner import settings as settings_mod
 from captioner.cloud import scaling
-from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind
+from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind, lifetime_text
 from captioner.cloud.endpoints import CostEstimate, EndpointControl, control_from_settings
 from captioner.cloud.errors import (
     DeployConfigError,
     DeployFailedError,
     EndpointControlError,
+    NotOwnedError,
     translate,
 )
 from captioner.cloud.pricing import format_cost
+from captioner.cloud.state import remember_region
 from captioner.cloud.status import EndpointSnapshot
 from captioner.cloud.watch import wait_for, wait_in_service
 
@@ -54,6 +59,9 @@ def register(subparsers: Any) -> None:
                         help="extra container environment (e.g. SM_VLLM_MAX_MODEL_LEN=30000)")
     deploy.add_argument("--autoscale", metavar="MIN:MAX",
                         help="team-shared endpoint: autoscale between MIN and MAX instances")
+    deploy.add_argument("--max-lifetime", type=float, metavar="HOURS",
+                        help="AWS deletes the endpoint this long after creation "
+                             "(0 = never; default: settings, 8)")
     deploy.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm the cost")
     deploy.add_argument("--wait", action="store_true", help="wait until InService")
 
@@ -63,12 +71,14 @@ def register(subparsers: Any) -> None:
 
     stop = actions.add_parser("stop", parents=[common],
                               help="delete endpoint, config and model")
-    stop.add_argument("name", nargs="?", help="endpoint name (default: all managed ones)")
+    stop.add_argument("name", nargs="?", help="endpoint name (default: all of yours)")
     stop.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
     stop.add_argument("--force", action="store_true",
-                      help="also delete an endpoint Captioner did not create")
+                      help="delete an endpoint that is not this installation's "
+                           "(asks you to type its name)")
 
-    actions.add_parser("list", parents=[common], help="list Captioner's endpoints")
+    actions.add_parser("list", parents=[common],
+                       help="list Captioner's endpoints in the account (yours and others')")
     parser.set_defaults(func=run)
 
 
@@ -106,6 +116,8 @@ def _deploy(args: argparse.Namespace, control: EndpointControl,
         model_source=args.model_source if args.model_source is not None else base.model_source,
         instance_types=args.instance_types or list(base.instance_types),
         role_arn=args.role_arn if args.role_arn is not None else base.role_arn,
+        max_lifetime_hours=(args.max_lifetime if args.max_lifetime is not None
+                            else base.max_lifetime_hours),
     )
     policy = _autoscale_policy(args.autoscale, deploy_settings)
     if policy is not None and not args.wait:
@@ -115,6 +127,7 @@ def _deploy(args: argparse.Namespace, control: EndpointControl,
     if not args.yes and not _confirm("Deploy this endpoint?"):
         print("Nothing was created.")
         return 1
+    remember_region(control.region)  # so a later start looks for orphans here too
     control.deploy(plan, on_step=lambda step: print(f"  {step}"))
     print(f"Endpoint {plan.name} is being created (first start takes many minutes).")
     if not args.wait:
@@ -162,17 +175,32 @@ def _stop(args: argparse.Namespace, control: EndpointControl,
     if args.name:
         names = [args.name]
     else:
-        names = [e.name for e in control.find_managed_endpoints(args.kind)]
+        found = control.find_managed_endpoints(args.kind)
+        names = [e.name for e in found if e.mine]
+        for other in (e for e in found if not e.mine):
+            print(f"Leaving {other.name} alone: not yours ({other.owner}).")
         if not names:
-            print(f"No Captioner endpoints in {control.region}.")
+            print(f"No endpoints of yours in {control.region}.")
             return 0
         print("Will stop: " + ", ".join(names))
         if not args.yes and not _confirm("Stop these endpoints?"):
             return 1
     for name in names:
         print(f"Stopping {name} …")
-        report = control.stop(name, on_snapshot=_print_progress,
-                              poll_interval=args.poll_interval, force=args.force)
+        try:
+            report = control.stop(name, on_snapshot=_print_progress,
+                                  poll_interval=args.poll_interval)
+        except NotOwnedError as exc:
+            if not args.force:
+                raise DeployConfigError(f"{exc} (captioner endpoint stop {name} --force)"
+                                        ) from exc
+            print(f"{exc}")
+            typed = _ask(f"Type {name} to delete it anyway: ")
+            if typed.strip() != name:
+                print("The name did not match; nothing was deleted.")
+                return 1
+            report = control.stop(name, on_snapshot=_print_progress,
+                                  poll_interval=args.poll_interval, confirm_name=typed)
         for item in report.deleted:
             print(f"  deleted {item}")
         for item in report.already_gone:
@@ -188,7 +216,9 @@ def _list(args: argparse.Namespace, control: EndpointControl,
         return 0
     for e in endpoints:
         created = e.created_at.strftime("%Y-%m-%d %H:%M") if e.created_at else "?"
-        print(f"{e.name:40} {e.kind or '?':4} {e.status:12} created {created}")
+        print(f"{e.name:40} {e.kind or '?':4} {e.status:12} created {created}  {e.owner}")
+    if any(not e.mine for e in endpoints):
+        print("Endpoints not yours are shown only; Captioner will not adopt or stop them.")
     return 0
 
 
@@ -236,6 +266,7 @@ def _print_plan(plan: DeployPlan, estimate: CostEstimate,
     print(f"          approximate, check the AWS pricing page: {PRICING_URL}")
     if estimate.unknown_types:
         print(f"          no price known for {', '.join(estimate.unknown_types)}")
+    print(f"Lifetime  {lifetime_text(plan)}")
     print("It bills every hour until stopped (captioner endpoint stop).")
 
 
@@ -266,12 +297,15 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def _confirm(question: str) -> bool:
+def _ask(prompt: str) -> str:
     try:
-        answer = input(f"{question} [y/N] ")
+        return input(prompt)
     except EOFError:
-        return False
-    return answer.strip().lower() in {"y", "yes"}
+        return ""
+
+
+def _confirm(question: str) -> bool:
+    return _ask(f"{question} [y/N] ").strip().lower() in {"y", "yes"}
 
 
 def _err(message: str) -> None:

@@ -15,15 +15,6 @@ from captioner.commands import endpoint
 ROLE = "arn:aws:iam::123456789012:role/CaptionerSageMaker"
 
 
-@pytest.fixture
-def cli_env(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
-    monkeypatch.setenv("CAPTIONER_CONFIG_DIR", str(tmp_path))
-    (tmp_path / "prices.json").write_text(json.dumps(
-        {"regions": {"us-east-1": {"ml.g4dn.xlarge": 0.75}}}), encoding="utf-8")
-    return tmp_path
-
-
 def cli(*argv: str, poll: bool = True) -> int:
     parser = argparse.ArgumentParser(prog="captioner")
     endpoint.register(parser.add_subparsers(dest="command"))

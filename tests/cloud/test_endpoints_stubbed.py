@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from captioner.cloud.errors import DeployConfigError
+from captioner.cloud.errors import DeployConfigError, NotOwnedError
+from captioner.cloud.ownership import Ownership
 from captioner.cloud.scaling import AutoscalingPolicy
 from captioner.settings import EndpointDeploySettings
-from tests.support.moto_server import StubbedAws
+from tests.support.moto_server import TEST_INSTALLATION, StubbedAws
 
 ROLE = "arn:aws:iam::123456789012:role/CaptionerSageMaker"
 STT_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/captioner-stt:1"
@@ -19,11 +20,12 @@ ACCOUNT_ARN = "arn:aws:sagemaker:us-east-1:123456789012"
 T0 = datetime(2026, 11, 29, 10, 15, 0, tzinfo=UTC)
 
 
-def tags(kind: str) -> list[dict[str, str]]:
+def tags(kind: str, installation: str = TEST_INSTALLATION) -> list[dict[str, str]]:
     return [
         {"Key": "captioner:managed", "Value": "true"},
         {"Key": "captioner:kind", "Value": kind},
         {"Key": "captioner:created-at", "Value": "2026-11-29T10:15:00Z"},
+        {"Key": "captioner:installation", "Value": installation},
     ]
 
 
@@ -153,13 +155,29 @@ def not_found(stub: StubbedAws, operation: str, what: str, name: str,
     )
 
 
+def expect_ownership_check(stub: StubbedAws, name: str, kind: str, variant_types: dict[str, Any],
+                           *, status: str = "InService",
+                           installations: tuple[str, str, str] = (TEST_INSTALLATION,) * 3,
+                           config_cached: bool = False) -> None:
+    """describe endpoint, config and model, then read the tags of all three."""
+    stub.sm.add_response("describe_endpoint", endpoint_description(name, status),
+                         {"EndpointName": name})
+    if not config_cached:
+        stub.sm.add_response("describe_endpoint_config", config_description(name, variant_types),
+                             {"EndpointConfigName": name})
+    stub.sm.add_response("describe_model", {
+        "ModelName": name, "ModelArn": f"{ACCOUNT_ARN}:model/{name}", "CreationTime": T0,
+        "PrimaryContainer": {"Image": STT_IMAGE}}, {"ModelName": name})
+    for what, installation in zip(("endpoint", "endpoint-config", "model"), installations,
+                                  strict=True):
+        stub.sm.add_response("list_tags", {"Tags": tags(kind, installation)},
+                             {"ResourceArn": f"{ACCOUNT_ARN}:{what}/{name}", "MaxResults": 100})
+
+
 def expect_stop(stub: StubbedAws, name: str, kind: str, variant_types: dict[str, Any],
                 *, autoscaled: bool = False) -> None:
     resource = f"endpoint/{name}/variant/AllTraffic"
-    stub.sm.add_response("describe_endpoint", endpoint_description(name, "InService"),
-                         {"EndpointName": name})
-    stub.sm.add_response("list_tags", {"Tags": tags(kind)},
-                         {"ResourceArn": f"{ACCOUNT_ARN}:endpoint/{name}", "MaxResults": 100})
+    expect_ownership_check(stub, name, kind, variant_types)
     target = {"ServiceNamespace": "sagemaker", "ResourceId": resource,
               "ScalableDimension": "sagemaker:variant:DesiredInstanceCount"}
     stub.aas.add_response(
@@ -172,8 +190,6 @@ def expect_stop(stub: StubbedAws, name: str, kind: str, variant_types: dict[str,
     )
     if autoscaled:
         stub.aas.add_response("deregister_scalable_target", {}, target)
-    stub.sm.add_response("describe_endpoint_config", config_description(name, variant_types),
-                         {"EndpointConfigName": name})
     stub.sm.add_response("delete_endpoint", {}, {"EndpointName": name})
     stub.sm.add_response("describe_endpoint", endpoint_description(name, "Deleting"),
                          {"EndpointName": name})
@@ -213,9 +229,10 @@ def test_stop_removes_autoscaling_first(stubbed_aws: StubbedAws) -> None:
 def test_stop_is_resumable_when_everything_is_gone(stubbed_aws: StubbedAws) -> None:
     name = "captioner-tts-20261129-101500"
     not_found(stubbed_aws, "describe_endpoint", "endpoint", name, {"EndpointName": name})
-    stubbed_aws.aas.add_response("describe_scalable_targets", {"ScalableTargets": []}, None)
     not_found(stubbed_aws, "describe_endpoint_config", "endpoint configuration", name,
               {"EndpointConfigName": name})
+    not_found(stubbed_aws, "describe_model", "model", name, {"ModelName": name})
+    stubbed_aws.aas.add_response("describe_scalable_targets", {"ScalableTargets": []}, None)
     not_found(stubbed_aws, "delete_endpoint_config", "endpoint configuration", name,
               {"EndpointConfigName": name})
     stubbed_aws.sm.add_client_error("delete_model", "ValidationException",
@@ -231,9 +248,13 @@ def test_stop_cleans_a_half_deployed_stack(stubbed_aws: StubbedAws) -> None:
     """Model created, config creation failed: stop deletes the model and is done."""
     name = "captioner-stt-20261129-101500"
     not_found(stubbed_aws, "describe_endpoint", "endpoint", name, {"EndpointName": name})
-    stubbed_aws.aas.add_response("describe_scalable_targets", {"ScalableTargets": []}, None)
     not_found(stubbed_aws, "describe_endpoint_config", "endpoint configuration", name,
               {"EndpointConfigName": name})
+    stubbed_aws.sm.add_response("describe_model", {
+        "ModelName": name, "ModelArn": f"{ACCOUNT_ARN}:model/{name}", "CreationTime": T0,
+        "PrimaryContainer": {"Image": STT_IMAGE}}, {"ModelName": name})
+    stubbed_aws.sm.add_response("list_tags", {"Tags": tags("stt")}, None)
+    stubbed_aws.aas.add_response("describe_scalable_targets", {"ScalableTargets": []}, None)
     not_found(stubbed_aws, "delete_endpoint_config", "endpoint configuration", name,
               {"EndpointConfigName": name})
     stubbed_aws.sm.add_response("delete_model", {}, {"ModelName": name})
@@ -245,9 +266,39 @@ def test_stop_refuses_an_endpoint_captioner_did_not_create(stubbed_aws: StubbedA
     name = "captioner-stt-20261129-101500"
     stubbed_aws.sm.add_response("describe_endpoint", endpoint_description(name, "InService"),
                                 {"EndpointName": name})
+    stubbed_aws.sm.add_response("describe_endpoint_config",
+                                config_description(name, {"InstanceType": "ml.g5.xlarge"}))
+    not_found(stubbed_aws, "describe_model", "model", name, {"ModelName": name})
     stubbed_aws.sm.add_response("list_tags", {"Tags": [{"Key": "team", "Value": "ml"}]}, None)
-    with pytest.raises(DeployConfigError, match="not created by Captioner"):
+    stubbed_aws.sm.add_response("list_tags", {"Tags": [{"Key": "team", "Value": "ml"}]}, None)
+    with pytest.raises(NotOwnedError, match="not created by Captioner") as info:
         stubbed_aws.control.stop(name)
+    assert isinstance(info.value, DeployConfigError)  # the CLI's exit 2: refused, nothing done
+    assert info.value.ownership is Ownership.UNMANAGED
+
+
+@pytest.mark.parametrize(("installations", "ownership"), [
+    (("other-install", TEST_INSTALLATION, TEST_INSTALLATION), Ownership.FOREIGN),
+    ((TEST_INSTALLATION, "other-install", TEST_INSTALLATION), Ownership.FOREIGN),
+    ((TEST_INSTALLATION, TEST_INSTALLATION, "other-install"), Ownership.FOREIGN),
+    ((TEST_INSTALLATION, TEST_INSTALLATION, ""), Ownership.UNOWNED),
+])
+def test_stop_checks_the_tags_of_endpoint_config_and_model(
+    stubbed_aws: StubbedAws, installations: tuple[str, str, str], ownership: Ownership
+) -> None:
+    """One resource of the stack that is not ours is enough to refuse; nothing is deleted."""
+    name = "captioner-tts-20261129-101500"
+    expect_ownership_check(stubbed_aws, name, "tts", {"InstanceType": "ml.g5.xlarge"},
+                           installations=installations)
+    with pytest.raises(NotOwnedError) as info:
+        stubbed_aws.control.stop(name)
+    assert info.value.ownership is ownership
+    assert "type its name" in str(info.value)
+    # A typed name that does not match is no confirmation either.
+    expect_ownership_check(stubbed_aws, name, "tts", {"InstanceType": "ml.g5.xlarge"},
+                           installations=installations)
+    with pytest.raises(NotOwnedError):
+        stubbed_aws.control.stop(name, confirm_name="captioner-tts-2026")
 
 
 def test_autoscaling_requests(stubbed_aws: StubbedAws) -> None:

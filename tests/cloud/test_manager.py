@@ -27,6 +27,7 @@ from tests.cloud.test_endpoints_stubbed import (
     config_description,
     endpoint_description,
     expect_deploy,
+    expect_ownership_check,
     not_found,
     tags,
 )
@@ -296,12 +297,9 @@ def describe(stub: StubbedAws, status: str, **extra: Any) -> None:
 
 
 def expect_cleanup(stub: StubbedAws) -> None:
-    """control.stop on an endpoint that is Failed (config already cached)."""
-    describe(stub, "Failed")
-    stub.sm.add_response("list_tags", {"Tags": tags("stt")},
-                         {"ResourceArn": f"{ACCOUNT_ARN}:endpoint/{STT_NAME}", "MaxResults": 100})
+    """control.stop on an endpoint that is Failed."""
+    expect_ownership_check(stub, STT_NAME, "stt", STT_SINGLE, status="Failed")
     stub.aas.add_response("describe_scalable_targets", {"ScalableTargets": []})
-    stub.sm.add_response("describe_endpoint_config", config_description(STT_NAME, STT_SINGLE))
     stub.sm.add_response("delete_endpoint", {}, {"EndpointName": STT_NAME})
     not_found(stub, "describe_endpoint", "endpoint", STT_NAME, {"EndpointName": STT_NAME})
     stub.sm.add_response("delete_endpoint_config", {}, {"EndpointConfigName": STT_NAME})
@@ -396,6 +394,11 @@ def test_stop_access_denied_keeps_the_name_so_stop_can_be_retried(stubbed_aws: S
     stubbed_aws.sm.add_response("describe_endpoint_config",
                                 config_description(STT_NAME, STT_SINGLE))
     describe(stubbed_aws, "InService")
+    stubbed_aws.sm.add_response("describe_endpoint_config",
+                                config_description(STT_NAME, STT_SINGLE))
+    stubbed_aws.sm.add_response("describe_model", {
+        "ModelName": STT_NAME, "ModelArn": f"{ACCOUNT_ARN}:model/{STT_NAME}",
+        "CreationTime": T0, "PrimaryContainer": {"Image": STT_IMAGE}})
     stubbed_aws.sm.add_client_error("list_tags", "AccessDeniedException", "no ListTags for you")
     manager = stub_manager(stubbed_aws)
     seen = Recorder(manager)

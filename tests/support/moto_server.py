@@ -40,6 +40,8 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFa
     # Point the shared config/credentials files at an empty folder: no real profile leaks in.
     monkeypatch.setenv("AWS_CONFIG_FILE", str(empty / "config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty / "credentials"))
+    # Nor does this machine's Captioner config (its installation id, its regions).
+    monkeypatch.setenv("CAPTIONER_CONFIG_DIR", str(tmp_path_factory.mktemp("captioner-config")))
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +98,7 @@ class StubbedAws:
     clock: FakeClock
 
 
+TEST_INSTALLATION = "0123456789abcdef"
 TEST_PRICES = PriceTable(
     regions={"us-east-1": {"ml.g6.xlarge": 1.0, "ml.g6e.xlarge": 2.0, "ml.g5.xlarge": 1.5,
                            "ml.g4dn.xlarge": 0.5, "ml.g6.4xlarge": 1.6}},
@@ -115,7 +118,7 @@ def stubbed_aws(aws_env: None, _boto_session: boto3.Session) -> Iterator[Stubbed
     aas_client = _boto_session.client("application-autoscaling")
     clock = FakeClock()
     control = EndpointControl(
-        sm_client, aas_client, prices=TEST_PRICES,
+        sm_client, aas_client, installation_id=TEST_INSTALLATION, prices=TEST_PRICES,
         now=clock.now, sleep=clock.sleep, monotonic=clock.monotonic,
     )
     with Stubber(sm_client) as sm, Stubber(aas_client) as aas:
