@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
 
 MAX_CHARS = 42
@@ -138,12 +139,13 @@ FORMATS: dict[str, Callable[[Iterable[CaptionLine]], str]] = {
 
 
 def export(lines: Sequence[CaptionLine], fmt: str, path: Path | str) -> Path:
-    """Write ``lines`` as ``fmt`` (txt, srt, vtt) to ``path`` atomically."""
+    """Write ``lines`` as ``fmt`` (txt, srt, vtt) to ``path`` atomically (a private
+    ``0600`` file; text that cannot be UTF-8 gets U+FFFD). ExportError on any failure."""
     fmt = fmt.lower().lstrip(".")
     if fmt not in FORMATS:
         raise ExportError(f"Unknown export format {fmt!r}: choose txt, srt or vtt.")
     path = Path(path)
-    text = FORMATS[fmt](lines)
+    text = replace_lone_surrogates(FORMATS[fmt](lines))
     try:
         fd, tmp = tempfile.mkstemp(prefix=".export-", dir=path.parent)
         try:

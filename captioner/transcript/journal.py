@@ -8,13 +8,20 @@ transcript folder::
     ...
     {"type": "end", "ended": "..."}
 
-Every append is written, flushed and fsync'd before it returns, so a power loss
-loses at most the line being written. A journal without the end marker is an
-unfinished session (the app crashed); :func:`unfinished_journals` finds them and
+Every append is written and fsync'd before it returns, so a power loss loses at
+most the line being written. A journal without the end marker is an unfinished
+session (the app crashed); :func:`unfinished_journals` finds them and
 :func:`read_journal` reads them, skipping a torn last line instead of failing.
-A full disk raises :class:`JournalError` (readable); the lines not yet on disk
-are kept and written with the next successful append, so nothing is lost while
-the process lives.
+
+Faults never stop captions and never lose or double a line:
+- any write failure (full disk, file too large, I/O error) raises
+  :class:`JournalError`; the file is cut back to its last whole line and the lines
+  not yet on disk are kept, to be written once with the next successful append;
+- after a failure the file is reopened on the next append; a reopen that fails is
+  again a JournalError, and no closed file is ever written to;
+- text that cannot be UTF-8 (a lone surrogate from a server) is written with
+  U+FFFD in its place.
+Journals are created ``0600`` in a folder created ``0700``: transcripts are private.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import JournalError
 
 log = logging.getLogger(__name__)
@@ -37,10 +45,12 @@ log = logging.getLogger(__name__)
 VERSION = 1
 SUFFIX = ".jsonl"
 PREFIX = "captions-"
+PRIVATE_FILE = 0o600
+PRIVATE_DIR = 0o700
 
 
 def _describe(exc: OSError, path: Path) -> str:
-    if exc.errno == errno.ENOSPC:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
         return f"The disk holding {path.parent} is full: the transcript is not being saved."
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return f"No permission to write the transcript in {path.parent}."
@@ -58,21 +68,20 @@ class Journal:
     def __init__(self, path: Path, header: dict[str, Any] | None = None) -> None:
         self.path = path
         self.closed = False
-        self._pending: list[str] = []
-        try:
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
-        except OSError as exc:
-            raise JournalError(_describe(exc, path)) from exc
+        self._pending: list[bytes] = []  # whole lines not yet durably on disk
+        self._size: int | None = None  # bytes of whole lines on disk (known once open)
+        self._fd: int | None = None
+        self._open()
         record = {"type": "start", "version": VERSION,
                   "started": datetime.now(UTC).isoformat(timespec="seconds"), **(header or {})}
         self._write(record)
 
     @classmethod
     def create(cls, folder: Path | str, **header: Any) -> Journal:
-        """A new journal file in ``folder`` (created if missing)."""
+        """A new journal file in ``folder`` (created ``0700`` if missing)."""
         folder = Path(folder)
         try:
-            folder.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(_describe(exc, folder / "x")) from exc
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -83,47 +92,99 @@ class Journal:
             path = folder / f"{PREFIX}{stamp}-{os.getpid()}-{n}{SUFFIX}"
         return cls(path, header)
 
+    @property
+    def pending(self) -> int:
+        """Lines kept in memory because the disk refused them (0 when all is saved)."""
+        return len(self._pending)
+
     def append(self, line: CaptionLine) -> None:
-        """Write one finalized line durably; JournalError if the disk refuses."""
+        """Write one finalized line durably; JournalError if the disk refuses (the line
+        is kept and written with the next append that succeeds)."""
         self._write(line_record(line))
 
     def close(self) -> None:
-        """Write the end marker (the session finished normally) and close."""
+        """Write the end marker (the session finished normally) and close.
+
+        JournalError if lines could not be written; the file is closed either way."""
         if self.closed:
             return
         try:
             self._write({"type": "end", "ended": datetime.now(UTC).isoformat(timespec="seconds")})
         finally:
             self.closed = True
-            try:
-                self._file.close()
-            except OSError as exc:
-                log.warning("! closing journal %s: %s", self.path, exc)
+            self._close_fd()
 
     def _write(self, record: dict[str, Any]) -> None:
         if self.closed:
             raise JournalError("The transcript journal is already closed.")
-        self._pending.append(json.dumps(record, ensure_ascii=False) + "\n")
+        self._pending.append(encode_record(record))
+        data = b"".join(self._pending)
         try:
-            self._file.write("".join(self._pending))
-            self._file.flush()
-            os.fsync(self._file.fileno())
+            if self._fd is None:
+                self._open()
+            assert self._fd is not None
+            _write_all(self._fd, data)
+            os.fsync(self._fd)
         except OSError as exc:
-            # Python's buffer may hold part of the text; drop it so a retry writes whole lines.
-            self._reset_buffer()
             log.warning("! journal write failed: %s", exc)
+            self._cut_back()
             raise JournalError(_describe(exc, self.path)) from exc
+        self._size = (self._size or 0) + len(data)
         self._pending.clear()
 
-    def _reset_buffer(self) -> None:
-        with contextlib.suppress(OSError):
-            self._file.close()
+    def _open(self) -> None:
+        """Open (or reopen) the file for appending, cut back to its last whole line."""
         try:
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-            if _torn(self.path):
-                self._file.write("\n")  # end a torn line so the next record is whole
-        except OSError:
-            pass
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC,
+                         PRIVATE_FILE)
+        except OSError as exc:
+            raise JournalError(_describe(exc, self.path)) from exc
+        try:
+            size = os.fstat(fd).st_size
+            if self._size is not None and size > self._size:
+                os.ftruncate(fd, self._size)  # drop what a failed write left behind
+                size = self._size
+            elif size and _torn(self.path):
+                os.write(fd, b"\n")  # a torn line we did not write: end it, keep ours whole
+                size += 1
+        except OSError as exc:
+            os.close(fd)
+            raise JournalError(_describe(exc, self.path)) from exc
+        self._size = size
+        self._fd = fd
+
+    def _cut_back(self) -> None:
+        """After a failed write: remove its partial bytes now if possible, and reopen
+        on the next append in any case (a fresh descriptor after an I/O error)."""
+        if self._fd is not None and self._size is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError as exc:
+                log.warning("! closing journal %s: %s", self.path, exc)
+
+
+def encode_record(record: dict[str, Any]) -> bytes:
+    """One journal line as UTF-8; lone surrogates become U+FFFD; never raises."""
+    try:
+        text = json.dumps(record, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:  # a value JSON cannot hold: keep the rest
+        log.warning("! journal record not serialisable: %s", exc)
+        text = json.dumps(record, ensure_ascii=False, default=str)
+    return (replace_lone_surrogates(text) + "\n").encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def _torn(path: Path) -> bool:

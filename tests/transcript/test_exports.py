@@ -1,3 +1,4 @@
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from captioner.transcript.exports import (
     timestamp,
     wrap,
 )
+from tests.support.disk import file_size_limit
 from tests.transcript.lines import LINES
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -42,6 +44,20 @@ def test_unknown_format_and_unwritable_path_are_readable_errors(tmp_path):
         export(LINES, "docx", tmp_path / "x.docx")
     with pytest.raises(ExportError, match="Could not write"):
         export(LINES, "srt", tmp_path / "missing-folder" / "x.srt")
+
+
+@pytest.mark.parametrize("fmt", ["srt", "vtt", "txt"])
+def test_a_lone_surrogate_is_exported_as_a_replacement_character(tmp_path, fmt):
+    broken = CaptionLine(json.loads('"caf\\ud800 au lait"'), 0.0, 2.0)
+    out = export([broken, CaptionLine("next line", 2.0, 4.0)], fmt, tmp_path / f"x.{fmt}")
+    text = out.read_text(encoding="utf-8")
+    assert "caf\ufffd au lait" in text and "next line" in text
+
+
+def test_a_full_disk_is_an_export_error_and_leaves_no_temp_file(tmp_path):
+    with file_size_limit(64), pytest.raises(ExportError, match="Could not write"):
+        export(LINES, "srt", tmp_path / "x.srt")
+    assert list(tmp_path.iterdir()) == []
 
 
 words = st.text(alphabet="abcdefghij", min_size=1, max_size=60)

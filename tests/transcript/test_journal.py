@@ -16,6 +16,7 @@ from captioner.transcript.journal import (
     read_journal,
     unfinished_journals,
 )
+from tests.support.disk import file_size_limit
 
 WRITER = """
 import sys, itertools
@@ -101,29 +102,66 @@ def test_full_disk_is_a_readable_error():
         Journal(Path("/dev/full"))
 
 
-def test_lines_kept_after_a_failed_write_are_written_later(tmp_path):
+def texts(path: Path) -> list[str]:
+    contents = read_journal(path)
+    assert contents.skipped == 0, "a torn or garbled line is on disk"
+    return [line.text for line in contents.lines]
+
+
+def test_disk_full_midway_loses_and_doubles_nothing(tmp_path):
     journal = Journal.create(tmp_path)
-    real = journal._file
-
-    class FullOnce:
-        """The disk is full for one write (the only fake: the kernel's ENOSPC)."""
-
-        def __init__(self):
-            self.calls = 0
-
-        def write(self, text):
-            self.calls += 1
-            raise OSError(28, "No space left on device")
-
-        def __getattr__(self, name):
-            return getattr(real, name)
-
-    journal._file = FullOnce()
-    with pytest.raises(JournalError, match="full"):
-        journal.append(CaptionLine("first", 0, 1))
-    journal.append(CaptionLine("second", 1, 2))  # _reset_buffer reopened the real file
+    for i in range(3):
+        journal.append(CaptionLine(f"line {i}", i, i + 0.5))
+    whole = journal.path.stat().st_size
+    long = "a long caption line that will not fit " * 3
+    with file_size_limit(whole + 40):  # the next line gets cut part-way
+        with pytest.raises(JournalError, match="full"):
+            journal.append(CaptionLine(long, 3, 4))
+        assert journal.path.stat().st_size == whole  # the partial line was cut back
+        with pytest.raises(JournalError):
+            journal.append(CaptionLine("line 4", 4, 5))
+        assert journal.pending == 2
+    journal.append(CaptionLine("line 5", 5, 6))  # space again: everything kept, once
+    assert journal.pending == 0
     journal.close()
-    assert [line.text for line in read_journal(journal.path).lines] == ["first", "second"]
+    assert texts(journal.path) == ["line 0", "line 1", "line 2", long,
+                                   "line 4", "line 5"]
+    assert read_journal(journal.path).finished
+
+
+def test_a_failed_reopen_is_a_journal_error_and_never_writes_a_closed_file(tmp_path):
+    folder = tmp_path / "transcripts"
+    journal = Journal.create(folder)
+    journal.append(CaptionLine("before", 0, 1))
+    with file_size_limit(journal.path.stat().st_size + 10), pytest.raises(JournalError):
+        journal.append(CaptionLine("during the outage", 1, 2))
+    folder.rename(tmp_path / "away")  # the reopen on the next append fails (ENOENT)
+    with pytest.raises(JournalError):
+        journal.append(CaptionLine("while the folder is gone", 2, 3))
+    with pytest.raises(JournalError):  # again typed, not "I/O operation on closed file"
+        journal.append(CaptionLine("still gone", 3, 4))
+    (tmp_path / "away").rename(folder)
+    journal.append(CaptionLine("after", 4, 5))
+    journal.close()
+    assert texts(journal.path) == ["before", "during the outage", "while the folder is gone",
+                                   "still gone", "after"]
+
+
+def test_a_lone_surrogate_is_written_as_a_replacement_character(tmp_path):
+    broken = json.loads('"caf\\ud800 au lait"')  # valid JSON, not encodable as UTF-8
+    journal = Journal.create(tmp_path)
+    journal.append(CaptionLine(broken, 0, 1))
+    journal.append(CaptionLine("next line", 1, 2))
+    assert journal.pending == 0
+    journal.close()
+    assert texts(journal.path) == ["caf\ufffd au lait", "next line"]
+
+
+def test_journals_are_private(tmp_path):
+    journal = Journal.create(tmp_path / "new" / "folder")
+    journal.close()
+    assert journal.path.stat().st_mode & 0o777 == 0o600
+    assert journal.path.parent.stat().st_mode & 0o777 == 0o700
 
 
 def test_unwritable_folder_is_a_readable_error(tmp_path):

@@ -53,7 +53,7 @@ def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path
     crashed = Journal.create(folder, source="system")
     for line in LINES[:3]:
         crashed.append(line)
-    crashed._file.close()  # the process died: no end marker
+    crashed._close_fd()  # the process died: no end marker
     with open(crashed.path, "ab") as f:
         f.write(b'{"type": "line", "te')  # and a torn last line
 
