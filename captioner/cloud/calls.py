@@ -7,8 +7,9 @@ import logging
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
-from captioner.cloud.errors import error_code, translate
+from captioner.cloud.errors import AwsError, error_code, translate
 
 log = logging.getLogger(__name__)
 
@@ -21,3 +22,7 @@ def call(client: Any, operation: str, **params: Any) -> dict[str, Any]:
         log.info("! %s failed: %s", operation,
                  error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__)
         raise translate(exc, operation) from exc
+    except ResponseParserError as exc:  # e.g. an HTML error page from a proxy
+        log.info("! %s: unreadable answer", operation)
+        raise AwsError(f"AWS sent an answer that could not be read ({operation}).",
+                       operation=operation) from exc

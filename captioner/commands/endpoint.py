@@ -1,11 +1,13 @@
-"""`captioner endpoint deploy|status|stop|list`: the SageMaker endpoints from a terminal.
+"""`captioner endpoint check|deploy|status|stop|list`: the SageMaker endpoints from a terminal.
 
 Defaults come from settings (cloud.stt / cloud.tts, aws.region / aws.profile); flags
-override them for this run only. Deploy shows the plan, its estimated hourly cost and
-when AWS itself will delete it (the maximum lifetime), and asks before creating
-anything (``--yes`` skips the question). Stop and list act on this installation's
-endpoints; colleagues' are listed read-only, and deleting one is a forced stop whose
-name must be typed.
+override them for this run only. ``check`` runs the preflight and exits 0 only when
+every check passes. Deploy runs the same preflight and refuses unless it passes (an
+UNKNOWN check may be accepted with ``--accept-unknown``), then shows the plan, its
+estimated hourly cost and when AWS itself will delete it (the maximum lifetime), and
+asks before creating anything (``--yes`` skips the question). Stop and list act on this
+installation's endpoints; colleagues' are listed read-only, and deleting one is a
+forced stop whose name must be typed.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from captioner.cloud.errors import (
     NotOwnedError,
     translate,
 )
+from captioner.cloud.preflight import CheckId, Preflight, Status, preflight_from_settings
 from captioner.cloud.pricing import format_cost
 from captioner.cloud.state import remember_region
 from captioner.cloud.status import EndpointSnapshot
@@ -49,19 +52,29 @@ def register(subparsers: Any) -> None:
     common.add_argument("--profile", help="AWS profile (default: settings)")
     common.add_argument("--poll-interval", type=float, default=15.0, help=argparse.SUPPRESS)
 
-    deploy = actions.add_parser("deploy", parents=[common], help="create an endpoint")
-    deploy.add_argument("--image-uri", help="ECR image built from container/ (stt)")
-    deploy.add_argument("--model-source", help="s3://bucket/prefix/ or a model id")
-    deploy.add_argument("--instance-type", action="append", dest="instance_types",
-                        metavar="TYPE", help="repeat for an ordered pool of up to 5 types")
-    deploy.add_argument("--role-arn", help="SageMaker execution role ARN")
+    plan_flags = argparse.ArgumentParser(add_help=False)
+    plan_flags.add_argument("--image-uri", help="ECR image built from container/ (stt)")
+    plan_flags.add_argument("--model-source", help="s3://bucket/prefix/ or a model id")
+    plan_flags.add_argument("--instance-type", action="append", dest="instance_types",
+                            metavar="TYPE", help="repeat for an ordered pool of up to 5 types")
+    plan_flags.add_argument("--role-arn", help="SageMaker execution role ARN")
+    plan_flags.add_argument("--max-lifetime", type=float, metavar="HOURS",
+                            help="AWS deletes the endpoint this long after creation "
+                                 "(0 = never; default: settings, 8)")
+
+    actions.add_parser(
+        "check", parents=[common, plan_flags],
+        help="preflight: credentials, role, image, model, quota, price (exit 0 if all pass)")
+
+    deploy = actions.add_parser("deploy", parents=[common, plan_flags],
+                                help="create an endpoint")
+    deploy.add_argument("--accept-unknown", action="append", default=[], metavar="CHECK",
+                        choices=[c.value for c in CheckId],
+                        help="deploy although this check could not be read (repeatable)")
     deploy.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="extra container environment (e.g. SM_VLLM_MAX_MODEL_LEN=30000)")
     deploy.add_argument("--autoscale", metavar="MIN:MAX",
                         help="team-shared endpoint: autoscale between MIN and MAX instances")
-    deploy.add_argument("--max-lifetime", type=float, metavar="HOURS",
-                        help="AWS deletes the endpoint this long after creation "
-                             "(0 = never; default: settings, 8)")
     deploy.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm the cost")
     deploy.add_argument("--wait", action="store_true", help="wait until InService")
 
@@ -85,6 +98,8 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_mod.load()
+        if args.action == "check":
+            return _check(args, settings)
         control = make_control(args, settings)
         action = {"deploy": _deploy, "status": _status, "stop": _stop, "list": _list}
         return action[args.action](args, control, settings)
@@ -106,11 +121,11 @@ def make_control(args: argparse.Namespace, settings: settings_mod.Settings) -> E
 # ---- actions ---------------------------------------------------------------------------
 
 
-def _deploy(args: argparse.Namespace, control: EndpointControl,
-            settings: settings_mod.Settings) -> int:
-    kind: Kind = args.kind or "stt"
+def _plan_settings(args: argparse.Namespace, settings: settings_mod.Settings, kind: Kind
+                   ) -> settings_mod.EndpointDeploySettings:
+    """The saved plan of ``kind`` with this run's flags laid over it."""
     base = getattr(settings.cloud, kind)
-    deploy_settings = replace(
+    return replace(
         base,
         image_uri=args.image_uri if args.image_uri is not None else base.image_uri,
         model_source=args.model_source if args.model_source is not None else base.model_source,
@@ -119,10 +134,54 @@ def _deploy(args: argparse.Namespace, control: EndpointControl,
         max_lifetime_hours=(args.max_lifetime if args.max_lifetime is not None
                             else base.max_lifetime_hours),
     )
+
+
+def _preflight(args: argparse.Namespace, settings: settings_mod.Settings, kind: Kind,
+               deploy_settings: settings_mod.EndpointDeploySettings, *,
+               overrides: list[str]) -> Preflight:
+    return preflight_from_settings(kind, settings, deploy=deploy_settings, region=args.region,
+                                   profile=args.profile, overrides=overrides)
+
+
+def _print_preflight(preflight: Preflight) -> None:
+    print(f"Preflight of the {preflight.kind} endpoint in {preflight.region}:")
+    for line in preflight.lines():
+        print(f"  {line}")
+
+
+def _check(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
+    kind: Kind = args.kind or "stt"
+    preflight = _preflight(args, settings, kind, _plan_settings(args, settings, kind),
+                           overrides=[])
+    _print_preflight(preflight)
+    if preflight.all_passed:
+        print("All checks passed.")
+        return 0
+    failing = [c for c in preflight.checks if not c.passed]
+    print(f"{len(failing)} of {len(preflight.checks)} checks did not pass: "
+          + ", ".join(c.id.value for c in failing) + ".")
+    return 1
+
+
+def _deploy(args: argparse.Namespace, control: EndpointControl,
+            settings: settings_mod.Settings) -> int:
+    kind: Kind = args.kind or "stt"
+    deploy_settings = _plan_settings(args, settings, kind)
     policy = _autoscale_policy(args.autoscale, deploy_settings)
     if policy is not None and not args.wait:
         raise DeployConfigError("--autoscale needs --wait: scaling is set up once InService.")
     plan = control.plan(kind, deploy_settings, env=_parse_env(args.env))
+    preflight = _preflight(args, settings, kind, deploy_settings,
+                           overrides=[*deploy_settings.accepted_unknown, *args.accept_unknown])
+    _print_preflight(preflight)
+    if not preflight.may_deploy:
+        _err(f"Not deploying: {preflight.summary()}")
+        unknown = [c.id.value for c in preflight.blocking if c.status is Status.UNKNOWN]
+        if unknown and len(unknown) == len(preflight.blocking):
+            _err("If you know these are fine: "
+                 + " ".join(f"--accept-unknown {name}" for name in unknown))
+        print("Nothing was created.")
+        return 1
     _print_plan(plan, control.estimate(plan), policy)
     if not args.yes and not _confirm("Deploy this endpoint?"):
         print("Nothing was created.")

@@ -11,8 +11,10 @@ import boto3
 import pytest
 
 from captioner.commands import endpoint
+from tests.support.aws_account import PAST_MOTO
+from tests.support.aws_account import ROLE_ARN as ROLE
 
-ROLE = "arn:aws:iam::123456789012:role/CaptionerSageMaker"
+__all__ = ["ROLE", "cli", "endpoints"]
 
 
 def cli(*argv: str, poll: bool = True) -> int:
@@ -30,7 +32,7 @@ def endpoints(moto_url: str) -> list[str]:
 def test_deploy_list_status_stop(cli_env: Path, moto_url: str,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     rc = cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge",
-             "--role-arn", ROLE, "--yes", "--wait", "--autoscale", "1:2")
+             "--role-arn", ROLE, "--yes", "--wait", "--autoscale", "1:2", *PAST_MOTO)
     out = capsys.readouterr().out
     assert rc == 0, out
     (name,) = endpoints(moto_url)
@@ -60,7 +62,8 @@ def test_declining_the_cost_prompt_creates_nothing(cli_env: Path, moto_url: str,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
-    rc = cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge", "--role-arn", ROLE)
+    rc = cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge", "--role-arn", ROLE,
+             *PAST_MOTO)
     assert rc == 1
     out = capsys.readouterr().out
     assert "Deploy this endpoint? [y/N]" in out and "Nothing was created." in out
@@ -71,7 +74,8 @@ def test_settings_supply_the_defaults(cli_env: Path, moto_url: str,
                                       monkeypatch: pytest.MonkeyPatch,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     (cli_env / "settings.json").write_text(json.dumps({"cloud": {"tts": {
-        "role_arn": ROLE, "instance_types": ["ml.g4dn.xlarge"]}}}), encoding="utf-8")
+        "role_arn": ROLE, "instance_types": ["ml.g4dn.xlarge"],
+        "accepted_unknown": ["pass-role", "quota"]}}}), encoding="utf-8")
     monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
     assert cli("deploy", "--kind", "tts") == 0
     assert len(endpoints(moto_url)) == 1

@@ -21,6 +21,7 @@ from captioner.cloud.state import load_state
 from captioner.settings import EndpointDeploySettings
 from tests.cloud.test_endpoint_cli import ROLE, cli, endpoints
 from tests.cloud.test_manager import run
+from tests.support.aws_account import PAST_MOTO
 
 COLLEAGUE = "c011ea9ec011ea9e"
 TTS = EndpointDeploySettings(instance_types=["ml.g4dn.xlarge"], role_arn=ROLE)
@@ -50,7 +51,7 @@ def test_stop_all_of_mine_leaves_a_colleagues_endpoint(cli_env: Path, moto_url: 
                                                        ) -> None:
     theirs = colleague_deploys(moto_url)
     assert cli("deploy", "--kind", "tts", "--instance-type", "ml.g4dn.xlarge",
-               "--role-arn", ROLE, "--yes") == 0
+               "--role-arn", ROLE, "--yes", *PAST_MOTO) == 0
     (mine,) = set(endpoints(moto_url)) - {theirs}
     capsys.readouterr()
 
