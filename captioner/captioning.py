@@ -78,7 +78,10 @@ class EmbeddedEngine:
                 loop = asyncio.get_running_loop()
                 try:
                     factory = await loop.run_in_executor(None, self._load, self._recognition)
-                except Exception as exc:  # a missing model, a broken wheel, no memory …
+                except EngineError as exc:  # missing, incomplete or altered model: a sentence
+                    log.error("! embedded engine: %s", exc)
+                    raise EngineUnavailable(str(exc)) from exc
+                except Exception as exc:  # a broken wheel, no memory …
                     log.exception("! loading the embedded engine")
                     raise EngineUnavailable(
                         f"The on-device speech model could not load: {exc}") from exc

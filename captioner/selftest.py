@@ -128,11 +128,12 @@ def check_sample(sample: Path) -> tuple[Check, str | None]:
 
 def check_model(model_dir: str | None) -> Check:
     try:
-        from captioner.engine.model_paths import EngineError, resolve_model_dir
+        from captioner.engine.model_integrity import checked_model_dir
+        from captioner.engine.model_paths import EngineError
     except Exception as exc:  # any import failure is the finding
         return Check("model", False, f"engine cannot be imported: {exc}")
     try:
-        path = resolve_model_dir(model_dir)
+        path = checked_model_dir(model_dir)
     except EngineError as exc:
         return Check("model", False, str(exc))
     size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())

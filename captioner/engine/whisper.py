@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from faster_whisper import WhisperModel
 
-from captioner.engine.model_paths import ModelDirError, resolve_model_dir
+from captioner.engine.model_integrity import checked_model_dir
+from captioner.engine.model_paths import ModelDirError
 from captioner.engine.streaming import (
     SAMPLE_RATE,
     StreamingOptions,
@@ -105,7 +106,7 @@ class WhisperEngine:
         beam_size: int = 1,
         language: str | None = None,
     ) -> None:
-        self.model_dir: Path = resolve_model_dir(model_dir)
+        self.model_dir: Path = checked_model_dir(model_dir)
         self.threads = max(1, int(threads))
         self.options = options or StreamingOptions()
         self.beam_size = beam_size

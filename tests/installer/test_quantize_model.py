@@ -11,6 +11,12 @@ import numpy as np
 import pytest
 from faster_whisper import WhisperModel
 
+from captioner.engine.model_integrity import (
+    TINY_EN,
+    TINY_EN_INT8,
+    DigestCache,
+    verify_model_dir,
+)
 from captioner.engine.model_paths import bundled_model_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,3 +93,9 @@ def test_refuses_a_model_that_is_not_whisper(tmp_path):
         shutil.copy(source / name, tmp_path / name)
     with pytest.raises(ValueError, match="not a Whisper model"):
         quantize_model.main([str(tmp_path), str(tmp_path / "out")])
+
+
+def test_int8_copy_is_the_model_the_app_pins(int8_dir, tmp_path):
+    """The installers' model passes the app's SHA-256 check (the build is reproducible)."""
+    cache = DigestCache(tmp_path / "digests.json")
+    assert verify_model_dir(int8_dir, (TINY_EN, TINY_EN_INT8), cache) == TINY_EN_INT8
