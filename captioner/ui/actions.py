@@ -25,6 +25,7 @@ class AppActions(QObject):
         self.settings = self._action("S&ettings…")
         self.reply = self._action("Type a &reply to speak…")
         self.quit = self._action("&Quit Captioner")
+        self.menus: list[QMenu] = []  # every menu built, so later items reach them all
         self.start_stop.toggled.connect(self._label_start_stop)
         self.apply_shortcuts(shortcuts)
 
@@ -71,4 +72,6 @@ class AppActions(QObject):
         menu.addAction(self.settings)
         self.extra_separator = menu.addSeparator()  # endpoint controls go here later
         menu.addAction(self.quit)
+        self.menus.append(menu)
+        menu.destroyed.connect(lambda *_: self.menus.remove(menu) if menu in self.menus else None)
         return menu

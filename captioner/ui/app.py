@@ -155,17 +155,23 @@ class CaptionerApp(QObject):
         o.geometry_saved.connect(lambda: self.store.touched())
         o.appearance_changed.connect(lambda: self.store.touched("appearance"))
         self.store.changed.connect(self.apply_settings)
+        self.store.changed.connect(self._cloud_settings_changed)
         self.store.save_failed.connect(self._on_notice)
 
     def _endpoint_tray(self, kind: Kind) -> EndpointTray:
         """Start/Stop of one kind, above Quit; progress also on the overlay's strip."""
         gate = GuardedStart(StartFlow(self.endpoints), self.setup_runner, self.endpoint_setup,
                             lambda: self.store.settings, lambda *_: None)
-        item = EndpointTray(self.endpoints, self.tray.menu, tray=self.tray, kind=kind,
+        item = EndpointTray(self.endpoints, list(self.actions.menus), tray=self.tray, kind=kind,
                             before=self.actions.quit, gate=gate,
                             open_setup=self.open_endpoint_setup)
         item.progress.connect(self.overlay.strip.set_cloud)
         return item
+
+    def _cloud_settings_changed(self, sections: frozenset[str]) -> None:
+        if sections & {"aws", "cloud"}:
+            for item in self.endpoint_trays.values():
+                item.settings_changed()
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the app keeps a reference to and awaits on quit."""

@@ -47,11 +47,13 @@ class EndpointTray(QObject):
     tooltip_changed = Signal(str)  # "" when no endpoint line
     progress = Signal(str, str)  # (kind, line) for the overlay's status strip; "" clears
 
-    def __init__(self, manager: EndpointManager, menu: QMenu, *, tray: TrayLike | None = None,
+    def __init__(self, manager: EndpointManager, menu: QMenu | list[QMenu], *,
+                 tray: TrayLike | None = None,
                  kind: Kind = "stt", before: QAction | None = None,
                  gate: GuardedStart | None = None, open_setup: OpenSetup | None = None,
                  parent: QObject | None = None) -> None:
-        super().__init__(parent or menu)
+        menus = menu if isinstance(menu, list) else [menu]
+        super().__init__(parent or menus[0])
         self.manager = manager
         self.tray = tray
         self.kind = kind
@@ -62,16 +64,18 @@ class EndpointTray(QObject):
         self.open_setup = open_setup
         noun = NOUNS[kind]
         self.label = f"{noun.capitalize()} endpoint"
-        self.start_action = QAction(f"Start {noun} endpoint…", menu)
-        self.stop_action = QAction(f"Stop {noun} endpoint", menu)
-        self.keep_action = QAction(f"Keep {noun} endpoint running", menu)
-        self.separator = QAction(menu)
+        self.start_action = QAction(f"Start {noun} endpoint…", self)
+        self.stop_action = QAction(f"Stop {noun} endpoint", self)
+        self.keep_action = QAction(f"Keep {noun} endpoint running", self)
+        self.separator = QAction(self)
         self.separator.setSeparator(True)
-        for action in (self.separator, self.start_action, self.stop_action, self.keep_action):
-            if before is not None:
-                menu.insertAction(before, action)
-            else:
-                menu.addAction(action)
+        for m in menus:  # the tray's menu and, without a tray, the overlay's menus
+            for action in (self.separator, self.start_action, self.stop_action,
+                           self.keep_action):
+                if before is not None and before in m.actions():
+                    m.insertAction(before, action)
+                else:
+                    m.addAction(action)
         self.keep_action.setVisible(False)
         self.start_action.triggered.connect(self.start)
         self.stop_action.triggered.connect(self.stop)
@@ -105,6 +109,12 @@ class EndpointTray(QObject):
     def stop(self) -> None:
         self.stop_action.setEnabled(False)
         self.manager.spawn(self.manager.stop(self.kind))
+
+    def settings_changed(self) -> None:
+        """The user edited the set-up: a "set-up needed" note is no longer current."""
+        if self.note.startswith("set-up needed"):
+            self.note = ""
+            self.refresh()
 
     def _on_checks(self, kind: Kind, checks: list[Check], blocked: bool) -> None:
         if kind != self.kind:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import (
+    QAbstractSpinBox,
+    QComboBox,
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
-    QHBoxLayout,
     QLabel,
     QPushButton,
     QScrollArea,
@@ -37,6 +38,7 @@ from captioner.settings import AwsSettings, Settings
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.kind_setup import KindSetup
+from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
 from captioner.ui.endpoints.role_dialog import RoleDialog
 from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints.service import Check, Identity, RoleProposal, SetupService
@@ -49,6 +51,7 @@ from captioner.ui.settings_store import SettingsStore
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
+PREFERRED_SIZE = QSize(900, 760)  # the set-up reads best without side-scrolling
 TAB_TITLES: dict[Kind, str] = {"stt": "&Captions (speech-to-text)", "tts": "Re&plies (speech)"}
 
 
@@ -80,14 +83,14 @@ class EndpointsPage(Page):
         self.idle_label.setAccessibleName("Idle auto-stop warning")
         self.keep_button = QPushButton("&Keep running")
         self.keep_button.setAccessibleName("Keep the endpoint running: cancel the idle stop")
-        self.idle_box = _banner(self.idle_label, self.keep_button)
+        self.idle_box = banner(self.idle_label, self.keep_button)
         self._idle_kind: Kind | None = None
         self.orphans_label = QLabel()
         self.orphans_label.setWordWrap(True)
         self.orphans_label.setAccessibleName("Other running endpoints")
         self.orphans_button = QPushButton("Stop ot&hers")
         self.orphans_button.setAccessibleName("Stop the other running endpoints")
-        self.orphans_box = _banner(self.orphans_label, self.orphans_button)
+        self.orphans_box = banner(self.orphans_label, self.orphans_button)
 
         self.account = AccountBox(self.service, self.runner, keys or KeyringCredentials(),
                                   self.commit)
@@ -131,10 +134,15 @@ class EndpointsPage(Page):
         layout.addStretch(1)
         self.scroll = QScrollArea()
         self.scroll.setWidgetResizable(True)
+        # long lines wrap instead of widening the page (no side-scrolling at large text)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setWidget(content)
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
         outer.addWidget(self.scroll)
+        self.wheel_guard = WheelGuard(self.scroll, self)
+        for box in [*content.findChildren(QAbstractSpinBox), *content.findChildren(QComboBox)]:
+            box.installEventFilter(self.wheel_guard)
 
         for kind, setup in self.setups.items():
             setup.row.start_button.clicked.connect(lambda _=False, k=kind: self.start(k))
@@ -161,15 +169,29 @@ class EndpointsPage(Page):
         self._on_orphans(manager.orphans)
         self._on_idle(None, None)
 
+    def sizeHint(self) -> QSize:
+        return PREFERRED_SIZE
+
     # ---- saving --------------------------------------------------------------------------
 
     def commit(self) -> str | None:
-        """Validate the page into the store (saved at once); returns the first error."""
+        """Validate the page into the store (saved at once); returns the first error.
+
+        A change to what is checked (not merely which checks the user went past) makes
+        the shown preflight results stale, and they say so.
+        """
         new = self.store.copy()
         errors = self.write(new)
         if errors:
             return next(iter(errors.values()))
+        before = checked_part(self.store.settings)
         self.store.replace(new)
+        if checked_part(new) != before:
+            for setup in self.setups.values():
+                if setup.preflight.checks:
+                    setup.preflight.set_checks([])
+                    setup.preflight.set_running("The set-up changed since the last check: "
+                                                "press Check set-up.")
         return None
 
     # ---- actions -------------------------------------------------------------------------
@@ -219,7 +241,9 @@ class EndpointsPage(Page):
                   else self.account.key_id) if check.key == "credentials" else (
             self.setups[kind].field_for(check.key) or self.setups[kind].preflight)
         label = self.setups[kind].preflight.labels.get(check.key)
-        self.scroll.ensureWidgetVisible(label or target)
+        if label is not None:
+            self.scroll.ensureWidgetVisible(label)
+        self.scroll.ensureWidgetVisible(target)  # the field wins when both do not fit
         target.setFocus()
 
     def show_checks(self, kind: Kind, checks: list[Check]) -> None:
@@ -362,16 +386,6 @@ class EndpointsPage(Page):
 
 def _copy(aws: AwsSettings) -> AwsSettings:
     return AwsSettings(region=aws.region, profile=aws.profile, use_keyring=aws.use_keyring)
-
-
-def _banner(label: QLabel, button: QPushButton) -> QWidget:
-    box = QWidget()
-    box.setStyleSheet("background: #FFF3E0;")
-    layout = QHBoxLayout(box)
-    layout.addWidget(label, 1)
-    layout.addWidget(button)
-    box.hide()
-    return box
 
 
 __all__ = ["KIND_NOUNS", "KIND_TITLES", "DeployConfirmation", "EndpointRow", "EndpointsPage",

@@ -17,6 +17,7 @@ STATE_COLORS = {
     "error": "#E53935",
 }
 LEVEL_FLOOR = -60.0
+LABEL_MIN_WIDTH = 80  # px: a few words stay readable however narrow the overlay
 
 
 class LevelMeter(QWidget):
@@ -91,9 +92,16 @@ class StatusStrip(QWidget):
         self.reply_button.setAccessibleName("Type a reply to speak")
         self.reply_button.setToolTip("Type a reply and have it spoken")
         self.reply_button.setAutoRaise(True)
-        for w in (self.dot, self.state_label, self.source_label, self.endpoint_label,
-                  self.meter, self.cloud_label):
+        # Long texts (an error, a cloud step) must not widen the overlay past the screen:
+        # these labels take a share of the width and show the whole text as a tooltip.
+        for label in (self.state_label, self.cloud_label):
+            label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+            label.setMinimumWidth(LABEL_MIN_WIDTH)
+        layout.addWidget(self.dot)
+        layout.addWidget(self.state_label, 2)
+        for w in (self.source_label, self.endpoint_label, self.meter):
             layout.addWidget(w)
+        layout.addWidget(self.cloud_label, 2)
         layout.addWidget(self.notice_label, 1)
         layout.addWidget(self.reply_button)
         layout.addWidget(self.menu_button)

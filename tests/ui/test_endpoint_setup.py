@@ -144,8 +144,8 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         assert lines[5] == "✔ PASS  Price: about $0.74/hour"
         assert stt.preflight.summary.text().startswith("Not ready: the quota check could not")
         override = stt.preflight.overrides["quota"]
-        assert override.text().startswith("Go past this check (it could not be read: could "
-                                          "not read the quota")
+        assert override.text().startswith("Go past the quota check: I know it is fine")
+        assert override.accessibleDescription().startswith("could not read the quota")
         override.click()
         assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
                                                 "be started.")

@@ -38,15 +38,20 @@ def make_app(store, tone_wav, clients: TestClients) -> CaptionerApp:
                                                             realtime=True))
 
 
-def test_endpoint_items_sit_above_quit(qapp, store, tone_wav, aws, tray_app_settings):
+def test_endpoint_items_sit_above_quit_in_every_menu(qapp, store, tone_wav, aws, tray_app_settings):
     async def scenario() -> None:
         app = make_app(store, tone_wav, TestClients())
-        texts = [a.text() for a in app.tray.menu.actions() if not a.isSeparator()]
-        quit_at = texts.index("&Quit Captioner")
-        assert quit_at == len(texts) - 1
-        for item in ("Start captions endpoint…", "Stop captions endpoint",
-                     "Start replies endpoint…", "Stop replies endpoint"):
-            assert texts.index(item) < quit_at
+        # the tray's menu and, as this desktop has no tray, the overlay's button and
+        # context menus: every one reaches the endpoints
+        assert len(app.actions.menus) == 3
+        assert app.overlay.strip.menu_button.menu() in app.actions.menus
+        for menu in app.actions.menus:
+            texts = [a.text() for a in menu.actions() if not a.isSeparator()]
+            quit_at = texts.index("&Quit Captioner")
+            assert quit_at == len(texts) - 1
+            for item in ("Start captions endpoint…", "Stop captions endpoint",
+                         "Start replies endpoint…", "Stop replies endpoint"):
+                assert texts.index(item) < quit_at
         await app.shutdown()
 
     run_async(qapp, scenario)

@@ -8,10 +8,12 @@ import queue
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QWheelEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
+    QApplication,
     QCheckBox,
     QComboBox,
     QLabel,
@@ -307,3 +309,47 @@ def test_tray_actions_and_tooltip_line(qapp, qtbot, request) -> None:
     assert tray.tooltip() == "Captioner — idle"
     assert tray.badge is None
     assert endpoint_tray.tooltip_line == ""
+
+
+def test_results_go_stale_when_what_they_checked_changes(qapp, qtbot) -> None:
+    _, manager = make()
+    page = page_for(manager)
+    qtbot.addWidget(page)
+    stt = page.setups["stt"]
+
+    async def scenario() -> None:
+        stt.check_button.click()
+        await wait_until(lambda: len(stt.preflight.labels) == len(CHECK_KEYS), what="checks")
+        assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
+                                                "be started.")
+        assert page.commit() is None  # nothing changed: the results stand
+        assert len(stt.preflight.labels) == len(CHECK_KEYS)
+        stt.model.setText("s3://my-models/voxtral/")
+        assert page.commit() is None
+        assert stt.preflight.labels == {}
+        assert stt.preflight.summary.text() == ("The set-up changed since the last check: "
+                                                "press Check set-up.")
+        assert page.store.settings.cloud.stt.model_source == "s3://my-models/voxtral/"
+        await manager.close()
+
+    run_async(qapp, scenario)
+
+
+def test_wheel_over_a_spin_box_scrolls_the_page_instead(qapp, qtbot) -> None:
+    _, manager = make()
+    page = page_for(manager)
+    qtbot.addWidget(page)
+    page.resize(700, 400)
+    page.show()
+    qtbot.waitExposed(page)
+    bar = page.scroll.verticalScrollBar()
+    page.scroll.ensureWidgetVisible(page.idle_minutes)
+    before_value, before_scroll = page.idle_minutes.value(), bar.value()
+    assert not page.idle_minutes.hasFocus()
+    center = page.idle_minutes.rect().center()
+    wheel = QWheelEvent(QPointF(center), QPointF(page.idle_minutes.mapToGlobal(center)),
+                        QPoint(0, 0), QPoint(0, 120), Qt.MouseButton.NoButton,
+                        Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(page.idle_minutes, wheel)
+    assert page.idle_minutes.value() == before_value
+    assert bar.value() < before_scroll  # the wheel went to the page

@@ -120,6 +120,7 @@ class AccountBox(QGroupBox):
         self.secret.clear()
         self.keys_note.setText("Keys are stored in the OS keyring; leave the fields empty "
                                "to keep them." if self._stored() else "")
+        self.keys_note.setVisible(bool(self.keys_note.text()))
         self._enable()
         if _loop_running():  # the profile list is a convenience: typing a name works too
             self.runner.call(self.service.profiles, done=self._fill_profiles,
@@ -166,6 +167,7 @@ class AccountBox(QGroupBox):
         self.key_id.clear()
         self.secret.clear()
         self.keys_note.setText("Keys are stored in the OS keyring.")
+        self.keys_note.show()
         self._ask()
 
     def _ask(self) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.parsers import ResponseParserError
 
 from captioner.aws import available_profiles
 from captioner.cloud.deploy_plan import DEFAULT_STT_MODEL, TTS_MODEL_ID, Kind, tts_image
@@ -37,6 +38,10 @@ from captioner.ui.endpoints.service import (
 )
 
 log = logging.getLogger(__name__)
+
+# What an optional check may meet when AWS (or a stand-in) cannot answer it: the check
+# then says UNKNOWN with the reason instead of failing the whole preflight.
+UNREADABLE = (ClientError, BotoCoreError, ResponseParserError)
 
 Clients = Callable[[AwsSettings, str], Any]  # (aws settings, service name) → boto3 client
 
@@ -66,6 +71,13 @@ def _aws_call(fn: Callable[..., Any], operation: str, **params: Any) -> Any:
         return fn(**params)
     except (ClientError, BotoCoreError) as exc:
         raise translate(exc, operation) from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """A short why for an unreadable check: the AWS error code, or the kind of failure."""
+    if isinstance(exc, ResponseParserError):
+        return "AWS gave no readable answer"
+    return (error_code(exc) if isinstance(exc, ClientError) else "") or type(exc).__name__
 
 
 def trusts_sagemaker(document: Any) -> bool:
@@ -209,8 +221,7 @@ class AccountSetupService:
         try:
             me = self.identity(aws)
         except EndpointControlError as exc:
-            fix = ("Choose a profile that works (`aws sso login` for SSO) or store access "
-                   "keys, then press Check account.")
+            fix = "Choose a profile or store access keys above, then press Check account."
             return [Check("credentials", "Credentials", CheckState.FAIL, str(exc), fix)]
         checks = [Check("credentials", "Credentials", CheckState.PASS,
                         f"account {me.account} as {me.arn}")]
@@ -244,10 +255,10 @@ class AccountSetupService:
             result = iam.simulate_principal_policy(
                 PolicySourceArn=caller_policy_source(me.arn), ActionNames=["iam:PassRole"],
                 ResourceArns=[arn])
-        except (ClientError, BotoCoreError) as exc:
+        except UNREADABLE as exc:
             return Check("role", title, CheckState.UNKNOWN,
                          f"{role['RoleName']} trusts SageMaker; whether you may pass it could "
-                         f"not be read ({translate(exc, 'iam:SimulatePrincipalPolicy')})",
+                         f"not be read ({_reason(exc)})",
                          "Go past this check if you know you have iam:PassRole on it.")
         decisions = [r.get("EvalDecision") for r in result.get("EvaluationResults", [])]
         if decisions and all(d == "allowed" for d in decisions):
@@ -336,10 +347,9 @@ class AccountSetupService:
                 if not page.get("NextToken"):
                     break
                 kwargs = {"NextToken": page["NextToken"]}
-        except (ClientError, BotoCoreError) as exc:
-            code = error_code(exc) if isinstance(exc, ClientError) else type(exc).__name__
+        except UNREADABLE as exc:
             return Check("quota", title, CheckState.UNKNOWN,
-                         f"could not read the quota “{wanted}” ({code})",
+                         f"could not read the quota “{wanted}” ({_reason(exc)})",
                          "Go past this check if you know the quota is at least 1.")
         return Check("quota", title, CheckState.UNKNOWN, f"no quota named “{wanted}” found",
                      "Go past this check if you know the quota is at least 1.")

@@ -57,8 +57,6 @@ class KindSetup(QWidget):
             else "AWS's vLLM-Omni image for the region")
         self.refresh_button = QPushButton("&Refresh lists")
         self.refresh_button.setAccessibleName(f"Refresh the {noun} image and role lists")
-        self._field(form, "image", "&Image:", self.image, f"{noun} image",
-                    extra=self.refresh_button)
         self.build_hint = QLabel()
         self.build_hint.setWordWrap(True)
         self.build_hint.setAccessibleName("How to build the captions image")
@@ -76,28 +74,28 @@ class KindSetup(QWidget):
         row.addWidget(self.copy_button)
         build.addLayout(row)
         self.build_box.hide()
-        form.addRow("", self.build_box)
+        self._field(form, "image", "&Image:", self.image, f"{noun} image",
+                    extra=self.refresh_button, below=(self.build_box,))
 
         self.model = QLineEdit()
         self.model.setPlaceholderText(DEFAULT_STT_MODEL if kind == "stt" else TTS_MODEL_ID)
-        self._field(form, "model", "&Model:", self.model, f"{noun} model source")
         model_note = QLabel("A Hugging Face model id (empty: the default above), or an "
                             "s3://bucket/prefix/ holding the model files.")
         model_note.setWordWrap(True)
-        form.addRow("", model_note)
+        self._field(form, "model", "&Model:", self.model, f"{noun} model source",
+                    below=(model_note,))
 
         self.role = QComboBox()
         self.role.setEditable(True)
         self.role.lineEdit().setPlaceholderText("arn:aws:iam::ACCOUNT:role/NAME")
         self.create_role_button = QPushButton("Create &role…")
         self.create_role_button.setAccessibleName(f"Create an execution role for the {noun}")
-        self._field(form, "role", "Execution r&ole:", self.role, f"{noun} execution role",
-                    extra=self.create_role_button)
         self.role_note = QLabel("Roles that trust SageMaker appear here after the account "
                                 "check.")
         self.role_note.setWordWrap(True)
         self.role_note.setAccessibleName(f"{noun} role list note")
-        form.addRow("", self.role_note)
+        self._field(form, "role", "Execution r&ole:", self.role, f"{noun} execution role",
+                    extra=self.create_role_button, below=(self.role_note,))
 
         self.pool = PoolEditor(noun)
         self._field(form, "pool", "Instance &pool:", self.pool, f"{noun} instance pool")
@@ -116,9 +114,7 @@ class KindSetup(QWidget):
                   QLabel("instances")):
             scale.addWidget(w)
         scale.addStretch(1)
-        form.addRow("Scaling:", scale_row)
-        self.errors["autoscale"] = ErrorLabel(f"{noun} autoscaling")
-        form.addRow("", self.errors["autoscale"])
+        self._field(form, "autoscale", "Scaling:", scale_row, f"{noun} scaling")
 
         self.check_button = QPushButton("C&heck set-up")
         self.check_button.setAccessibleName(f"Check the {noun} set-up")
@@ -140,21 +136,25 @@ class KindSetup(QWidget):
         self.copy_button.clicked.connect(self._copy)
 
     def _field(self, form: QFormLayout, key: str, text: str, widget: QWidget, name: str,
-               extra: QWidget | None = None) -> None:
-        widget.setAccessibleName(name)
+               extra: QWidget | None = None, below: tuple[QWidget, ...] = ()) -> None:
+        """A labelled row: the field (and a button), notes under it, then its error label
+        — one form row, so hidden notes and errors leave no gaps."""
+        if not widget.accessibleName():
+            widget.setAccessibleName(name)
         label = QLabel(text)
         label.setBuddy(widget)
-        if extra is not None:
-            holder = QWidget()
-            row = QHBoxLayout(holder)
-            row.setContentsMargins(0, 0, 0, 0)
-            row.addWidget(widget, 1)
-            row.addWidget(extra)
-            form.addRow(label, holder)
-        else:
-            form.addRow(label, widget)
         self.errors[key] = ErrorLabel(name)
-        form.addRow("", self.errors[key])
+        holder = QWidget()
+        column = QVBoxLayout(holder)
+        column.setContentsMargins(0, 0, 0, 0)
+        row = QHBoxLayout()
+        row.addWidget(widget, 1)
+        if extra is not None:
+            row.addWidget(extra)
+        column.addLayout(row)
+        for w in (*below, self.errors[key]):
+            column.addWidget(w)
+        form.addRow(label, holder)
 
     def _enable(self) -> None:
         for box in (self.scale_min, self.scale_max):

@@ -64,8 +64,10 @@ class PreflightList(QWidget):
             self._layout.addWidget(label)
             self.labels[check.key] = label
             if check.state is CheckState.UNKNOWN:
-                box = QCheckBox(f"Go past this check (it could not be read: {check.detail})")
+                box = QCheckBox(f"Go past the {check.title.lower()} check: I know it is "
+                                "fine (the reason it could not be read is above)")
                 box.setAccessibleName(f"Go past the {check.title.lower()} check")
+                box.setAccessibleDescription(check.detail)
                 box.setChecked(check.key in self.accepted)
                 box.toggled.connect(lambda on, key=check.key: self._toggle(key, on))
                 self._layout.addWidget(box)
