@@ -128,8 +128,6 @@ class CloudSettings:
         )
     )
     idle_stop_minutes: int = 30
-    # the server-side backstop deletes an endpoint this long after it starts, laptop or not
-    max_lifetime_hours: float = 8.0
 
 
 @dataclass

@@ -4,7 +4,8 @@ Three steps a newcomer with only an AWS account can follow: (1) the AWS account 
 credentials and region, checked live; (2) per kind (captions, replies) what to
 deploy — image, model, execution role (chosen or created after its policies are
 shown), instance pool with prices, autoscaling — and the preflight list that must
-pass before Start; (3) cost safety — idle stop and the maximum lifetime. Everything
+pass before Start; (3) cost safety — the idle stop (the maximum lifetime, enforced by
+AWS itself, is set per kind). Everything
 is saved in the one settings object; secrets go to the OS keyring. AWS calls run in
 the runner's executor and the manager's tasks, never in a GUI slot; dialogs open
 with ``open()``.
@@ -18,7 +19,6 @@ from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import (
     QAbstractSpinBox,
     QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -92,6 +92,12 @@ class EndpointsPage(Page):
         self.orphans_button.setAccessibleName("Stop the other running endpoints")
         self.orphans_box = banner(self.orphans_label, self.orphans_button)
 
+        self.others_label = QLabel()
+        self.others_label.setWordWrap(True)
+        self.others_label.setAccessibleName("Other people's endpoints")
+        self.others_label.setStyleSheet("background: #E3F2FD; padding: 6px;")
+        self.others_label.hide()
+
         self.account = AccountBox(self.service, self.runner, keys or KeyringCredentials(),
                                   self.commit)
         self.setups: dict[Kind, KindSetup] = {k: KindSetup(k) for k in KINDS}
@@ -111,25 +117,19 @@ class EndpointsPage(Page):
         self.idle_minutes.setRange(5, 24 * 60)
         self.idle_minutes.setSuffix(" min")
         self.idle_minutes.setAccessibleName("Stop an idle endpoint after (minutes)")
-        self.max_hours = QDoubleSpinBox()
-        self.max_hours.setRange(0.5, 72.0)
-        self.max_hours.setDecimals(1)
-        self.max_hours.setSuffix(" h")
-        self.max_hours.setAccessibleName("Maximum lifetime (hours)")
-        for text, widget in (("Stop when &idle for:", self.idle_minutes),
-                             ("Maximum &lifetime:", self.max_hours)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            safety_form.addRow(label, widget)
-        note = QLabel("The maximum lifetime is enforced by AWS itself (a schedule that "
-                      "deletes the endpoint), so it holds even if this computer sleeps "
-                      "or Captioner is closed; it is renewed while you use it.")
+        label = QLabel("Stop when &idle for:")
+        label.setBuddy(self.idle_minutes)
+        safety_form.addRow(label, self.idle_minutes)
+        note = QLabel("Captioner stops an endpoint nobody used for this long (after a "
+                      "one-minute warning) while it runs; the maximum lifetime of each "
+                      "endpoint, above, holds even when this computer sleeps or is off.")
         note.setWordWrap(True)
         safety_form.addRow(note)
 
         content = QWidget()
         layout = QVBoxLayout(content)
-        for widget in (intro, self.idle_box, self.orphans_box, self.account, steps, safety):
+        for widget in (intro, self.idle_box, self.orphans_box, self.others_label, self.account,
+                       steps, safety):
             layout.addWidget(widget)
         layout.addStretch(1)
         self.scroll = QScrollArea()
@@ -161,12 +161,14 @@ class EndpointsPage(Page):
         self.timer.start()
         hooks = ((manager.status_changed, self._on_status),
                  (manager.idle_warning, self._on_idle),
-                 (manager.orphans_changed, self._on_orphans))
+                 (manager.orphans_changed, self._on_orphans),
+                 (manager.others_changed, self._on_others))
         for hook, callback in hooks:
             hook.connect(callback)
         self.destroyed.connect(lambda *_: [h.disconnect(c) for h, c in hooks])
         self.refresh()
         self._on_orphans(manager.orphans)
+        self._on_others(manager.others)
         self._on_idle(None, None)
 
     def sizeHint(self) -> QSize:
@@ -356,6 +358,13 @@ class EndpointsPage(Page):
         self.orphans_label.setText(f"Also running (and billing): {names}.")
         self.orphans_box.show()
 
+    def _on_others(self, others: list) -> None:
+        """Captioner endpoints of other installations: shown, never adopted or stopped."""
+        names = ", ".join(f"{o.name} ({o.status}, {o.ownership.value})" for o in others)
+        self.others_label.setText(f"Also in this account, started by other people's Captioner "
+                                  f"(this app leaves them alone): {names}." if others else "")
+        self.others_label.setVisible(bool(others))
+
     # ---- Page protocol -------------------------------------------------------------------
 
     def load(self, settings: Settings) -> None:
@@ -366,7 +375,6 @@ class EndpointsPage(Page):
                        self.service.instance_types(kind, region),
                        lambda t, r=region: self.service.hourly_price(t, r))
         self.idle_minutes.setValue(settings.cloud.idle_stop_minutes)
-        self.max_hours.setValue(settings.cloud.max_lifetime_hours)
         self.refresh()
 
     def write(self, out: Settings) -> Errors:
@@ -377,7 +385,6 @@ class EndpointsPage(Page):
             errors.update({f"{kind}.{k}": e
                            for k, e in setup.write(getattr(out.cloud, kind)).items()})
         out.cloud.idle_stop_minutes = self.idle_minutes.value()
-        out.cloud.max_lifetime_hours = self.max_hours.value()
         return errors
 
     def show_errors(self, errors: Errors) -> None:

@@ -53,6 +53,7 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
     clients = TestClients(quota=None)  # this user may not read Service Quotas
     sm = boto3.client("sagemaker", region_name="us-east-1", endpoint_url=aws)
     iam = boto3.client("iam", region_name="us-east-1", endpoint_url=aws)
+    scheduler = boto3.client("scheduler", region_name="us-east-1", endpoint_url=aws)
 
     async def scenario() -> None:
         manager = make_manager(store)
@@ -156,6 +157,8 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         await wait_until(lambda: page.confirmation is not None
                          and page.confirmation.isVisible(), 30, "the cost confirmation")
         assert "Estimated cost: about $0.74/hour" in page.confirmation.text()
+        assert ("Maximum lifetime: AWS deletes it at " in page.confirmation.informativeText()
+                and "(8 h after creation;" in page.confirmation.informativeText())
         assert sm.list_endpoints()["Endpoints"] == []
         page.confirmation.deploy_button.click()
         await wait_until(lambda: manager.status("stt").phase is Phase.READY, 60, "InService")
@@ -165,12 +168,15 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         assert row.progress_text() == "InService"
         assert [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]] == [name]
         assert manager.endpoint == f"sagemaker://{name}?region=us-east-1"
+        # the server-side backstop exists while it runs
+        assert [s["Name"] for s in scheduler.list_schedules()["Schedules"]] == [name]
 
         # 7. Stop.
         row.stop_button.click()
         await wait_until(lambda: manager.status("stt").phase is Phase.OFF, 60, "stopped")
         assert row.status_label.text() == "Not running"
         assert sm.list_endpoints()["Endpoints"] == []
+        assert scheduler.list_schedules()["Schedules"] == []
         await manager.close()
         await runner.close()
 

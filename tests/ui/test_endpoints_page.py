@@ -30,6 +30,7 @@ from captioner.cloud.deploy_plan import DeployPlan, Kind, plan_deploy
 from captioner.cloud.endpoints import CostEstimate, ManagedEndpoint, StopReport
 from captioner.cloud.errors import AccessDeniedError
 from captioner.cloud.manager import EndpointManager, Phase
+from captioner.cloud.ownership import Ownership
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.settings import EndpointDeploySettings, Settings, ShortcutSettings
 from captioner.ui.actions import AppActions
@@ -353,3 +354,26 @@ def test_wheel_over_a_spin_box_scrolls_the_page_instead(qapp, qtbot) -> None:
     QApplication.sendEvent(page.idle_minutes, wheel)
     assert page.idle_minutes.value() == before_value
     assert bar.value() < before_scroll  # the wheel went to the page
+
+
+def test_other_peoples_endpoints_are_listed_and_left_alone(qapp, qtbot) -> None:
+    control, manager = make()
+    theirs = "captioner-tts-20261129-090000"
+    control.managed = [ManagedEndpoint(theirs, f"arn:{theirs}", "InService", "tts", T0,
+                                       ownership=Ownership.FOREIGN)]
+    page = page_for(manager)
+    qtbot.addWidget(page)
+    page.show()
+    assert page.others_label.isHidden()
+
+    async def scenario() -> None:
+        assert await manager.attach() == []
+        await manager.close()
+
+    run_async(qapp, scenario)
+    assert page.others_label.isVisible()
+    assert page.others_label.text() == (
+        "Also in this account, started by other people's Captioner (this app leaves them "
+        f"alone): {theirs} (InService, another installation).")
+    assert manager.status("tts").name is None  # not adopted
+    assert control.stopped == []

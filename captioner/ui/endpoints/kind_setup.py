@@ -13,6 +13,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
+    QDoubleSpinBox,
     QFormLayout,
     QHBoxLayout,
     QLabel,
@@ -23,7 +24,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.cloud.deploy_plan import DEFAULT_STT_MODEL, TTS_MODEL_ID, Kind, tts_image
+from captioner.cloud.deploy_plan import (
+    DEFAULT_STT_MODEL,
+    MAX_LIFETIME_HOURS,
+    TTS_MODEL_ID,
+    Kind,
+    tts_image,
+)
 from captioner.cloud.scaling import MAX_INSTANCES
 from captioner.settings import EndpointDeploySettings
 from captioner.ui.endpoints.pool_editor import PoolEditor
@@ -115,6 +122,20 @@ class KindSetup(QWidget):
             scale.addWidget(w)
         scale.addStretch(1)
         self._field(form, "autoscale", "Scaling:", scale_row, f"{noun} scaling")
+
+        self.lifetime = QDoubleSpinBox()
+        self.lifetime.setRange(0.0, MAX_LIFETIME_HOURS)
+        self.lifetime.setDecimals(1)
+        self.lifetime.setSingleStep(1.0)
+        self.lifetime.setSuffix(" h")
+        self.lifetime.setSpecialValueText("off — nothing deletes it unless you stop it")
+        lifetime_note = QLabel("AWS itself deletes the endpoint this long after it starts "
+                               "(a schedule in your account), so it holds even if this "
+                               "computer sleeps or Captioner is closed; Captioner moves it "
+                               "on while you use the endpoint.")
+        lifetime_note.setWordWrap(True)
+        self._field(form, "lifetime", "Maximum &lifetime:", self.lifetime,
+                    f"{noun} maximum lifetime (hours)", below=(lifetime_note,))
 
         self.check_button = QPushButton("C&heck set-up")
         self.check_button.setAccessibleName(f"Check the {noun} set-up")
@@ -210,6 +231,7 @@ class KindSetup(QWidget):
         self.autoscale.setChecked(on)
         self.scale_min.setValue(max(1, plan.autoscale_min))
         self.scale_max.setValue(max(1, plan.autoscale_max))
+        self.lifetime.setValue(plan.max_lifetime_hours)
         self._enable()
         self.preflight.set_accepted(plan.accepted_unknown)
 
@@ -237,6 +259,7 @@ class KindSetup(QWidget):
         plan.autoscale_min = self.scale_min.value() if self.autoscale.isChecked() else 0
         plan.autoscale_max = self.scale_max.value() if self.autoscale.isChecked() else 1
         plan.accepted_unknown = list(self.preflight.accepted)
+        plan.max_lifetime_hours = self.lifetime.value()
         return errors
 
     def field_for(self, check_key: str) -> QWidget | None:

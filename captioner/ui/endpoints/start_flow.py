@@ -14,7 +14,7 @@ from collections.abc import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from captioner.cloud.deploy_plan import Kind
+from captioner.cloud.deploy_plan import Kind, lifetime_text
 from captioner.cloud.manager import EndpointManager, PreparedDeploy
 from captioner.settings import Settings
 from captioner.ui.endpoints.runner import Runner
@@ -38,7 +38,7 @@ class DeployConfirmation(QMessageBox):
         self.setInformativeText(
             f"Instances: {' → '.join(plan.instance_types)}. It bills every hour until it is "
             "stopped; the first start takes many minutes. Prices are approximate — the AWS "
-            "pricing page is the truth.")
+            f"pricing page is the truth.\n\nMaximum lifetime: {lifetime_text(plan)}.")
         self.deploy_button = self.addButton("&Deploy", QMessageBox.ButtonRole.AcceptRole)
         self.cancel_button = self.addButton(QMessageBox.StandardButton.Cancel)
         self.deploy_button.setAccessibleName(f"Deploy the {noun}")
