@@ -62,6 +62,7 @@ class AppearanceSettings:
     font_family: str = "Sans Serif"
     font_size: int = 28
     lines: int = 2
+    row_chars: int = 42  # longest caption row; rows break at phrase boundaries within it
     preset: str = "yellow-on-black"
     text_color: str = "#FFFF00"
     background_color: str = "#000000"

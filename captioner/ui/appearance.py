@@ -33,6 +33,8 @@ MIN_FONT_PT = 8
 MAX_FONT_PT = 72
 MIN_LINES = 1
 MAX_LINES = 5
+MIN_ROW_CHARS = 20
+MAX_ROW_CHARS = 120
 # Highlight fills for alert words, light ones for dark backgrounds and dark ones for light
 # backgrounds; the palette takes the first that reaches 7:1 on the preset's background.
 ALERT_FILLS = ["#FFB27F", "#FFC299", "#FFD8B8", "#8A2500", "#6E1D00", "#4A1400"]
@@ -82,6 +84,10 @@ def clamp_font_size(size: int) -> int:
 
 def clamp_lines(lines: int) -> int:
     return max(MIN_LINES, min(MAX_LINES, int(lines)))
+
+
+def clamp_row_chars(chars: int) -> int:
+    return max(MIN_ROW_CHARS, min(MAX_ROW_CHARS, int(chars)))
 
 
 def caption_font(appearance: AppearanceSettings, *, live: bool = False) -> QFont:

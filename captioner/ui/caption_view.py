@@ -36,12 +36,21 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
+from captioner.realtime.rows import break_rows
 from captioner.settings import AppearanceSettings
-from captioner.ui.appearance import caption_font, clamp_lines, colors, palette
+from captioner.ui.appearance import (
+    MAX_LINES,
+    caption_font,
+    clamp_lines,
+    clamp_row_chars,
+    colors,
+    palette,
+)
 
 PADDING = 10
 FADE_MS = 700
 KEEP_LINES = 50  # finalized lines held for re-layout after a resize
+KEEP_ROWS = 2 * MAX_LINES  # complete rows kept laid out (more than can be on screen)
 MARGIN = 6  # room for the outline around a cached row
 
 
@@ -52,15 +61,7 @@ class _Row:
     pixmap: QPixmap | None = None  # finalized rows: rendered once, then only blitted
     text: str = ""
     baseline: float = 0.0
-
-
-@dataclass
-class _Laid:
-    """One caption line laid out for one width/font: its rows, top to bottom."""
-
-    rows: list[_Row]
-    live: bool
-    kind: LineKind
+    live_from: int = 0  # offset in ``text`` where live (unconfirmed) words begin
 
 
 class CaptionView(QWidget):
@@ -76,9 +77,11 @@ class CaptionView(QWidget):
         self.matcher = matcher or AlertMatcher()
         self.finalized: list[CaptionLine] = []
         self.live: CaptionLine | None = None
-        self._cache: dict[int, _Laid] = {}  # id(CaptionLine) → layout
-        self._live_laid: _Laid | None = None
         self._layout_key: tuple = ()
+        self._rows: list[tuple[_Row, LineKind]] = []
+        self._tail: list[str] = []
+        self._tail_rows: dict[tuple[str, ...], _Row] = {}
+        self._live_rows: list[tuple[_Row, LineKind]] | None = None
         self.layouts_made = 0  # finalized-line layouts computed (tests check no re-layout)
         self._fade = 1.0
         self.linger_timer = QTimer(self)
@@ -97,6 +100,7 @@ class CaptionView(QWidget):
         self.font_final = caption_font(appearance)
         self.font_live = caption_font(appearance, live=True)
         self.metrics = QFontMetricsF(self.font_final)
+        self.metrics_live = QFontMetricsF(self.font_live)
         self.text_color, self.background = colors(appearance)
         self.palette_colors = palette(appearance)
         self.linger_timer.setInterval(max(1, int(appearance.linger_seconds * 1000)))
@@ -111,14 +115,13 @@ class CaptionView(QWidget):
 
     def show_update(self, update: CaptionUpdate) -> None:
         """Apply a CaptionUpdate: new finalized lines are laid out once, the live line anew."""
+        self._check_key()
         for line in update.finalized:
             self.finalized.append(line)
-        if len(self.finalized) > KEEP_LINES:
-            for old in self.finalized[:-KEEP_LINES]:
-                self._cache.pop(id(old), None)
-            del self.finalized[:-KEEP_LINES]
+            self._add_final(line)
+        del self.finalized[:-KEEP_LINES]
         self.live = update.live
-        self._live_laid = None
+        self._live_rows = None
         if update.finalized or update.live is not None:
             self._wake()
         self.update()
@@ -126,8 +129,7 @@ class CaptionView(QWidget):
     def clear(self) -> None:
         self.finalized.clear()
         self.live = None
-        self._cache.clear()
-        self._live_laid = None
+        self._reflow()
         self.update()
 
     @property
@@ -173,91 +175,111 @@ class CaptionView(QWidget):
     def _faded(self) -> None:
         if self._fade <= 0.0:
             self.finalized.clear()
-            self._cache.clear()
             self.live = None
-            self._live_laid = None
+            self._reflow()
             self.faded.emit()
 
     # --- layout -------------------------------------------------------------
+    #
+    # Captions roll up by whole rows: the text of consecutive speech lines flows from
+    # row to row (captioner.realtime.rows breaks it at phrase boundaries), so the top
+    # row is never the stray tail of a line. Complete finalized rows are laid out once;
+    # only the rows holding the last finalized words and the live text are redone.
 
     def _invalidate(self) -> None:
-        self._cache.clear()
-        self._live_laid = None
         self._layout_key = ()
 
     def _text_width(self) -> float:
         return max(40.0, self.width() - 2 * PADDING)
 
+    def _row_chars(self) -> int:
+        return clamp_row_chars(self.appearance.row_chars)
+
     def _check_key(self) -> None:
-        key = (self.width(), self.font_final.key(), self.matcher.words)
+        key = (self.width(), self.font_final.key(), self.matcher.words, self._row_chars())
         if key != self._layout_key:
-            self._cache.clear()
-            self._live_laid = None
             self._layout_key = key
+            self._reflow()
 
-    def _wrap(self, text: str, metrics: QFontMetricsF, width: float) -> list[str]:
-        rows: list[str] = []
-        row = ""
-        for word in text.split():
-            candidate = f"{row} {word}" if row else word
-            if not row or metrics.horizontalAdvance(candidate) <= width:
-                row = candidate
-                continue
-            rows.append(row)
-            row = word
-        if row:
-            rows.append(row)
-        return rows
+    def _reflow(self) -> None:
+        self._rows: list[tuple[_Row, LineKind]] = []  # complete finalized rows, oldest first
+        self._tail: list[str] = []  # finalized words of the speech row still being filled
+        self._tail_rows: dict[tuple[str, ...], _Row] = {}
+        self._live_rows = None
+        for line in self.finalized:
+            self._add_final(line)
 
-    def _lay_out(self, line: CaptionLine, live: bool) -> _Laid:
-        font = self.font_live if live else self.font_final
-        metrics = QFontMetricsF(font)
-        text = line.text if line.kind is not LineKind.TYPED else f"» {line.text}"
-        rows = []
-        for row_text in self._wrap(text, metrics, self._text_width()):
-            path = QPainterPath()  # its bounding box sizes a finalized row's pixmap
-            if not live:
-                path.addRect(QRectF(0, 0, metrics.horizontalAdvance(row_text),
-                                    metrics.height()))
-            rects = []
-            for m in self.matcher.find(row_text):
-                x0 = metrics.horizontalAdvance(row_text[: m.start])
-                x1 = metrics.horizontalAdvance(row_text[: m.end])
-                rects.append(QRectF(x0 - 3, 0, x1 - x0 + 6, metrics.lineSpacing()))
-            rows.append(_Row(path, rects, text=row_text, baseline=metrics.ascent()))
-            path.setFillRule(Qt.FillRule.WindingFill)
-        return _Laid(rows, live, line.kind)
+    def _fits(self, text: str) -> bool:
+        width = self._text_width()
+        return (self.metrics.horizontalAdvance(text) <= width
+                and self.metrics_live.horizontalAdvance(text) <= width)
 
-    def _laid(self, line: CaptionLine) -> _Laid:
-        laid = self._cache.get(id(line))
-        if laid is None:
-            laid = self._lay_out(line, live=False)
-            self._cache[id(line)] = laid
-            self.layouts_made += 1
-        return laid
+    def _break(self, words: list[str]) -> list[list[str]]:
+        return break_rows(words, self._fits, self._row_chars())
+
+    def _add_final(self, line: CaptionLine) -> None:
+        words = (line.text if line.kind is not LineKind.TYPED else f"» {line.text}").split()
+        if not words:
+            return
+        if line.kind is LineKind.SPEECH:
+            rows = self._break(self._tail + words)
+            self._tail = rows.pop()
+        else:  # a gap note or a typed reply stands on rows of its own
+            rows = ([self._tail] if self._tail else []) + self._break(words)
+            self._tail = []
+        self._tail_rows.clear()
+        for row in rows:
+            self._rows.append((self._final_row(row), line.kind))
+        del self._rows[:-KEEP_ROWS]
+
+    def _final_row(self, words: list[str]) -> _Row:
+        self.layouts_made += 1
+        return self._make_row(words, len(words))
+
+    def _make_row(self, words: list[str], final_words: int) -> _Row:
+        """A row of ``words``, the first ``final_words`` of them finalized."""
+        text = " ".join(words)
+        live_from = len(" ".join(words[:final_words]))
+        if 0 < final_words < len(words):
+            live_from += 1  # the space before the first live word
+        metrics = self.metrics
+        path = QPainterPath()  # its bounding box sizes a finalized row's pixmap
+        if live_from >= len(text):
+            path.addRect(QRectF(0, 0, metrics.horizontalAdvance(text), metrics.height()))
+        rects = []
+        for m in self.matcher.find(text):
+            x0 = metrics.horizontalAdvance(text[: m.start])
+            x1 = metrics.horizontalAdvance(text[: m.end])
+            rects.append(QRectF(x0 - 3, 0, x1 - x0 + 6, metrics.lineSpacing()))
+        return _Row(path, rects, text=text, baseline=metrics.ascent(), live_from=live_from)
+
+    def _current_rows(self) -> list[tuple[_Row, LineKind]]:
+        """The rows after the complete ones: the tail of finalized words, then the live text."""
+        if self._live_rows is not None:
+            return self._live_rows
+        live = self.live.text.split() if self.live is not None else []
+        out = []
+        final_left = len(self._tail)
+        for row in self._break(self._tail + live) if self._tail or live else []:
+            final_words = min(final_left, len(row))
+            final_left -= final_words
+            if final_words == len(row):  # finalized words only: laid out once, kept
+                key = tuple(row)
+                if key not in self._tail_rows:
+                    self._tail_rows[key] = self._final_row(row)
+                out.append((self._tail_rows[key], LineKind.SPEECH))
+            else:
+                out.append((self._make_row(row, final_words), LineKind.SPEECH))
+        self._live_rows = out
+        return out
 
     def _rows_on_screen(self, texts: bool = False) -> list[tuple]:
-        """The last ``lines`` rows (finalized then live), as (text|row, live, kind)."""
+        """The last ``lines`` rows, as (text|row, has live text, kind)."""
         self._check_key()
         limit = clamp_lines(self.appearance.lines)
-        out: list[tuple] = []
-        if self.live is not None:
-            if self._live_laid is None:
-                self._live_laid = self._lay_out(self.live, live=True)
-            out = self._entries(self.live, self._live_laid, texts)
-        for line in reversed(self.finalized):
-            if len(out) >= limit:
-                break
-            out = self._entries(line, self._laid(line), texts) + out
-        return out[-limit:]
-
-    def _entries(self, line: CaptionLine, laid: _Laid, texts: bool) -> list[tuple]:
-        if texts:
-            font = self.font_live if laid.live else self.font_final
-            words = self._wrap(line.text if line.kind is not LineKind.TYPED
-                               else f"» {line.text}", QFontMetricsF(font), self._text_width())
-            return [(w, laid.live, laid.kind) for w in words]
-        return [(row, laid.live, laid.kind) for row in laid.rows]
+        rows = (self._rows[-limit:] + self._current_rows())[-limit:]
+        return [(row.text if texts else row, row.live_from < len(row.text), kind)
+                for row, kind in rows]
 
     # --- painting -----------------------------------------------------------
 
@@ -267,24 +289,37 @@ class CaptionView(QWidget):
         pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
         return pen
 
-    def _draw_row(self, painter: QPainter, row: _Row, live: bool, kind: LineKind) -> None:
+    def _segments(self, row: _Row, kind: LineKind) -> list[tuple[str, float, QFont, str]]:
+        """(text, x, font, colour) runs of a row: finalized words, then live ones."""
         colours = self.palette_colors
-        font = self.font_live if live else self.font_final
-        dim = live or kind is LineKind.GAP
-        self._draw_text(painter, row, QColor(colours.live if dim else colours.text), font)
+        runs = []
+        if row.live_from > 0:
+            colour = colours.live if kind is LineKind.GAP else colours.text
+            runs.append((row.text[: row.live_from], 0.0, self.font_final, colour))
+        if row.live_from < len(row.text):
+            x = self.metrics.horizontalAdvance(row.text[: row.live_from])
+            runs.append((row.text[row.live_from :], x, self.font_live, colours.live))
+        return runs
+
+    def _draw_row(self, painter: QPainter, row: _Row, kind: LineKind) -> None:
+        runs = self._segments(row, kind)
+        for text, x, font, colour in runs:
+            self._draw_text(painter, text, QPointF(x, row.baseline), QColor(colour), font)
         for rect in row.highlights:
             # inverse video: the word in the background colour on a highlight 7:1 off it
             painter.save()
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(colours.alert))
+            painter.setBrush(QColor(self.palette_colors.alert))
             painter.drawRoundedRect(rect, 4, 4)
             painter.setClipRect(rect)
-            painter.setPen(QColor(colours.alert_text))
-            painter.setFont(font)
-            painter.drawText(QPointF(0, row.baseline), row.text)
+            painter.setPen(QColor(self.palette_colors.alert_text))
+            for text, x, font, _ in runs:
+                painter.setFont(font)
+                painter.drawText(QPointF(x, row.baseline), text)
             painter.restore()
 
-    def _draw_text(self, painter: QPainter, row: _Row, color: QColor, font: QFont) -> None:
+    def _draw_text(self, painter: QPainter, text: str, at: QPointF, color: QColor,
+                   font: QFont) -> None:
         """Cached glyphs, with the outline as offset copies of the text.
 
         Stroking a glyph path costs ~10 ms per row at large sizes; eight offset
@@ -297,9 +332,9 @@ class CaptionView(QWidget):
             for dx, dy in ((-w, 0), (w, 0), (0, -w), (0, w),
                            (-w * 0.7, -w * 0.7), (w * 0.7, -w * 0.7),
                            (-w * 0.7, w * 0.7), (w * 0.7, w * 0.7)):
-                painter.drawText(QPointF(dx, row.baseline + dy), row.text)
+                painter.drawText(at + QPointF(dx, dy), text)
         painter.setPen(color)
-        painter.drawText(QPointF(0, row.baseline), row.text)
+        painter.drawText(at, text)
 
     def _row_pixmap(self, row: _Row, kind: LineKind) -> QPixmap:
         """A finalized row rendered once (outline stroking is the expensive part)."""
@@ -315,7 +350,7 @@ class CaptionView(QWidget):
             p = QPainter(pix)
             p.setRenderHint(QPainter.RenderHint.Antialiasing)
             p.translate(MARGIN, MARGIN)
-            self._draw_row(p, row, False, kind)
+            self._draw_row(p, row, kind)
             p.end()
             row.pixmap = pix
         return row.pixmap
@@ -334,7 +369,7 @@ class CaptionView(QWidget):
                 if live:
                     painter.save()
                     painter.translate(PADDING, y)
-                    self._draw_row(painter, row, live, kind)
+                    self._draw_row(painter, row, kind)
                     painter.restore()
                 else:
                     painter.drawPixmap(QPointF(PADDING - MARGIN, y - MARGIN),

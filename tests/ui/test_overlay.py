@@ -59,44 +59,54 @@ def test_click_through_toggles_transparent_for_input(qtbot, settings):
 def test_line_limit_shows_only_the_last_rows(qtbot, settings):
     settings.appearance.lines = 2
     overlay = make_overlay(qtbot, settings)
-    overlay.show_update(CaptionUpdate(tuple(final(f"Line {i}.", i) for i in range(5)),
-                                      live("now speaking")))
-    assert overlay.view.visible_rows() == [("Line 4.", False), ("now speaking", True)]
+    overlay.view.resize(900, overlay.view.sizeHint().height())
+    sentences = ["It was the best of times, it was the worst of times.",
+                 "It was the age of wisdom, it was the age of foolishness."]
+    overlay.show_update(CaptionUpdate(tuple(final(t, i) for i, t in enumerate(sentences)),
+                                      live("it was the epoch of belief")))
+    # whole rows roll up, broken at phrase boundaries; the live words flow on below
+    assert overlay.view.visible_rows() == [("it was the age of foolishness.", False),
+                                           ("it was the epoch of belief", True)]
     settings.appearance.lines = 4
     overlay.apply_appearance(settings.appearance)
-    assert [t for t, _ in overlay.view.visible_rows()] == ["Line 2.", "Line 3.", "Line 4.",
-                                                          "now speaking"]
+    overlay.view.resize(900, overlay.view.sizeHint().height())
+    assert [t for t, _ in overlay.view.visible_rows()] == [
+        "It was the best of times, it was the worst",
+        "of times. It was the age of wisdom,",
+        "it was the age of foolishness.",
+        "it was the epoch of belief",
+    ]
     assert overlay.view.sizeHint().height() > 3 * overlay.view.line_height
 
 
-def _text_pixels(image, rows):
-    """Brightest yellow-ish pixel value per row band."""
-    best = []
-    for top, bottom in rows:
-        peak = 0
-        for y in range(int(top), int(bottom), 2):
-            for x in range(0, image.width(), 2):
-                c = QColor(image.pixel(x, y))
-                if c.red() > 60 and c.green() > 60 and c.blue() < 40:
-                    peak = max(peak, c.red())
-        best.append(peak)
-    return best
-
-
-def test_live_line_is_italic_and_dimmer_than_final_text(qtbot, settings):
+def test_live_words_are_italic_and_dimmer_than_final_text(qtbot, settings):
     settings.appearance.lines = 2
     settings.appearance.background_opacity = 1.0
     overlay = make_overlay(qtbot, settings)
     view = overlay.view
     view.resize(800, view.sizeHint().height())
-    overlay.show_update(CaptionUpdate((final("FINAL TEXT HERE"),), live("LIVE TEXT HERE")))
+    overlay.show_update(CaptionUpdate((final("FINAL TEXT"),), live("LIVE TEXT")))
+    assert view.visible_rows() == [("FINAL TEXT LIVE TEXT", True)]  # one flowing row
     assert view.font_live.italic() and not view.font_final.italic()
     image = view.grab().toImage()
     h, pad = view.line_height, 10
-    top = view.height() - pad - 2 * h
-    final_peak, live_peak = _text_pixels(image, [(top, top + h), (top + h, top + 2 * h)])
+    top = view.height() - pad - h
+    split = pad + view.metrics.horizontalAdvance("FINAL TEXT ")
+    final_peak = _peak(image, top, top + h, pad, split - 4)
+    live_peak = _peak(image, top, top + h, split + 4, view.width() - pad)
     assert final_peak >= 250  # full-strength yellow
     assert 0 < live_peak < 0.85 * final_peak
+
+
+def _peak(image, top, bottom, left, right):
+    """Brightest yellow-ish red channel in a box."""
+    peak = 0
+    for y in range(int(top), int(bottom), 2):
+        for x in range(int(left), int(right), 2):
+            c = QColor(image.pixel(x, y))
+            if c.red() > 60 and c.green() > 60 and c.blue() < 40:
+                peak = max(peak, c.red())
+    return peak
 
 
 def test_finalized_lines_are_laid_out_once(qtbot, settings):

@@ -33,7 +33,7 @@ def test_overlay_renders_the_preset_on_a_real_display(xvfb, preset):  # noqa: F8
                           timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     box = json.loads(done.stdout.strip().splitlines()[-1])
-    assert box["visible"] == "Real window captions.\nlive words here"
+    assert box["visible"] == "Real window captions. live words here"  # one flowing row
     image = QImage(str(out))
     assert not image.isNull() and [image.width(), image.height()] == box["screen"]
     assert box["y"] + box["h"] <= image.height() and box["w"] == image.width()
@@ -47,3 +47,23 @@ def test_overlay_renders_the_preset_on_a_real_display(xvfb, preset):  # noqa: F8
         background = count_colours(image, box, lambda c: c.value() > 235)
     assert text > 0.01 * area, "caption text pixels in the preset's text colour"
     assert background > 0.5 * area, "the preset's background fills the caption box"
+
+
+@pytest.mark.parametrize("size", [28, 48])
+def test_roll_up_rows_are_whole_phrases_at_two_sizes(xvfb, size):  # noqa: F811
+    """Real transcript on a real display: whole rows, none ending on a function word,
+    each within the row length and the window; the PNG is kept for a human to look at."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    out = ARTIFACTS / f"overlay-roll-up-{size}pt.png"
+    done = subprocess.run([sys.executable, str(Path(__file__).with_name("overlay_shot.py")),
+                           str(out), "white-on-blue", str(size), "roll-up"], env=xvfb.env(),
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    box = json.loads(done.stdout.strip().splitlines()[-1])
+    rows = box["visible"].split("\n")
+    assert len(rows) == 2 and rows[-1].endswith("it was the season of Light")
+    weak = {"a", "an", "the", "of", "to", "and", "it", "was", "in"}
+    assert all(row.split()[-1].casefold() not in weak for row in rows), rows
+    assert all(len(row) <= 42 for row in rows)
+    assert all(width <= box["text_width"] for width in box["row_widths"])
+    assert not QImage(str(out)).isNull()

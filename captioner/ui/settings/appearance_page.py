@@ -21,7 +21,15 @@ from PySide6.QtWidgets import (
 
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.settings import AppearanceSettings, Settings
-from captioner.ui.appearance import MAX_FONT_PT, MAX_LINES, MIN_FONT_PT, MIN_LINES, PRESET_TITLES
+from captioner.ui.appearance import (
+    MAX_FONT_PT,
+    MAX_LINES,
+    MAX_ROW_CHARS,
+    MIN_FONT_PT,
+    MIN_LINES,
+    MIN_ROW_CHARS,
+    PRESET_TITLES,
+)
 from captioner.ui.caption_view import CaptionView
 from captioner.ui.settings.common import Errors, Page
 
@@ -58,6 +66,11 @@ class AppearancePage(Page):
         self.line_count = QSpinBox()
         self.line_count.setRange(MIN_LINES, MAX_LINES)
         self.add_row(form, "lines", "&Lines:", self.line_count, "Number of caption lines")
+        self.row_chars = QSpinBox()
+        self.row_chars.setRange(MIN_ROW_CHARS, MAX_ROW_CHARS)
+        self.row_chars.setSuffix(" characters")
+        self.add_row(form, "row_chars", "Row &length:", self.row_chars,
+                     "Longest caption row, in characters")
         self.outline = QCheckBox("&Outline around letters")
         self.outline.setAccessibleName("Outline around letters")
         form.addRow(self.outline)
@@ -85,6 +98,7 @@ class AppearancePage(Page):
         for signal in (self.preset.currentIndexChanged, self.text_color.textChanged,
                        self.background_color.textChanged, self.font_box.currentFontChanged,
                        self.font_size.valueChanged, self.line_count.valueChanged,
+                       self.row_chars.valueChanged,
                        self.outline.toggled, self.opacity.valueChanged):
             signal.connect(self._update_preview)
 
@@ -97,6 +111,7 @@ class AppearancePage(Page):
         self.font_box.setCurrentFont(QFont(a.font_family))
         self.font_size.setValue(a.font_size)
         self.line_count.setValue(a.lines)
+        self.row_chars.setValue(a.row_chars)
         self.outline.setChecked(a.outline)
         self.opacity.setValue(round(a.background_opacity * 100))
         self.dock.setCurrentIndex(max(0, self.dock.findData(a.dock)))
@@ -117,6 +132,7 @@ class AppearancePage(Page):
         a.font_family = self.font_box.currentFont().family()
         a.font_size = self.font_size.value()
         a.lines = self.line_count.value()
+        a.row_chars = self.row_chars.value()
         a.outline = self.outline.isChecked()
         a.background_opacity = self.opacity.value() / 100
         dock = self.dock.currentData()
