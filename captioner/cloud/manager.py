@@ -43,6 +43,7 @@ from captioner.cloud.errors import (
     EndpointGoneError,
     translate,
 )
+from captioner.cloud.preflight import Preflight, require
 from captioner.cloud.pricing import format_cost
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.cloud.watch import watch
@@ -52,6 +53,7 @@ log = logging.getLogger(__name__)
 
 ControlFactory = Callable[[], EndpointControl]  # blocking (reads AWS config); may raise
 DeploySettingsSource = Callable[[Kind], EndpointDeploySettings]
+PreflightSource = Callable[[Kind], Preflight]  # blocking: the preflight of the saved plan
 T = TypeVar("T")
 
 KIND_LABELS: dict[Kind, str] = {"stt": "Voxtral", "tts": "Qwen3-TTS"}
@@ -174,8 +176,10 @@ class EndpointManager:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         executor: ThreadPoolExecutor | None = None,
+        preflight: PreflightSource | None = None,
     ) -> None:
         self._control_factory = control_factory
+        self._preflight = preflight  # the deploy gate (captioner.cloud.preflight)
         self._deploy_settings = deploy_settings
         self.profile = profile
         self.poll_interval = poll_interval
@@ -356,6 +360,9 @@ class EndpointManager:
             control = await self.control()
             plan = control.plan(kind, self._deploy_settings(kind))
             estimate = control.estimate(plan)
+            if self._preflight is not None:
+                self._set(kind, step="Running the preflight checks")
+                require(await self._run(kind, self._preflight, kind))
         except Exception as exc:
             self._set(kind, phase=Phase.ERROR, step="", error=readable(exc, "prepare"))
             return None

@@ -33,6 +33,7 @@ from captioner.captioning import EmbeddedEngine
 from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import cloud_configured, control_from_settings
 from captioner.cloud.manager import EndpointManager
+from captioner.cloud.preflight import preflight_from_settings
 from captioner.realtime.captions import CaptionUpdate
 from captioner.transcript.journal import mark_recovered, unfinished_journals
 from captioner.ui.actions import AppActions
@@ -103,7 +104,8 @@ class CaptionerApp(QObject):
         self.endpoints = endpoints or EndpointManager(
             lambda: control_from_settings(self.store.settings),
             lambda kind: getattr(self.store.settings.cloud, kind),
-            idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile)
+            idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile,
+            preflight=lambda kind: preflight_from_settings(kind, self.store.settings))
         self.endpoint_setup = endpoint_setup or AccountSetupService()
         self.setup_runner = Runner()
         self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}
