@@ -22,6 +22,7 @@ from captioner.cloud.calls import call
 from captioner.cloud.errors import AwsError, DeployConfigError, EndpointControlError
 from captioner.cloud.images import parse_image_uri
 from captioner.cloud.model_source import parse_model_source
+from captioner.cloud.ownership import TAG_MANAGED, Owner
 
 log = logging.getLogger(__name__)
 
@@ -32,10 +33,6 @@ ROLE_NAME_RE = re.compile(r"^[\w+=,.@-]{1,64}$")
 ACCOUNT_RE = re.compile(r"^\d{12}$")
 LOG_GROUP_PREFIX = "/aws/sagemaker/Endpoints/"
 
-# Tags of a role Captioner creates (the same keys as its endpoint stacks).
-TAG_MANAGED = "captioner:managed"
-TAG_INSTALLATION = "captioner:installation"
-TAG_OWNER = "captioner:owner"
 
 ClientFactory = Callable[[str], Any]  # service name → boto3 client (endpoints.client_factory)
 
@@ -268,10 +265,8 @@ def create_execution_role(
         raise DeployConfigError(
             f"{name!r} is not a valid role name (1–64 letters, digits or +=,.@_-)."
         )
-    tags = [{"Key": TAG_MANAGED, "Value": "true"},
-            {"Key": TAG_INSTALLATION, "Value": installation_id}]
-    if principal_arn:
-        tags.append({"Key": TAG_OWNER, "Value": principal_arn})
+    # the same tags as an endpoint stack: Captioner's, this installation's, made by whom
+    tags = [{"Key": TAG_MANAGED, "Value": "true"}, *Owner(installation_id, principal_arn).tags()]
     response = call(iam, "create_role", RoleName=name,
                      AssumeRolePolicyDocument=policies.trust_json(),
                      Description=description, Tags=tags)

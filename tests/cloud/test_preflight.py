@@ -238,3 +238,14 @@ def test_rejected_credentials_fail_first_and_nothing_else_is_asked(
     assert {c.status for c in preflight.checks[1:-1]} == {Status.UNKNOWN}
     assert all("Not checked" in c.detail for c in preflight.checks[1:-1])
     assert not preflight.with_overrides([c.id for c in preflight.checks]).may_deploy
+
+
+def test_an_unreadable_answer_is_unknown_with_a_short_reason(fake_account: FakeAccount) -> None:
+    fake_account.quotas.add_client_error(
+        "list_service_quotas", "ServiceException",
+        "<!doctype html>\n<html><title>500 Internal Server Error</title>…</html>", 500)
+    quota = run(fake_account, stt()).check(CheckId.QUOTA)
+    assert quota.status is Status.UNKNOWN
+    assert quota.detail == ("Could not read Service Quotas: AWS error ServiceException "
+                            "(list_service_quotas)")
+    assert "override" in quota.fix

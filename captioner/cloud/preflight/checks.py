@@ -36,6 +36,7 @@ QUOTA_SERVICE_CODE = "sagemaker"
 QUOTA_NAME = "{instance_type} for endpoint usage"
 PASSED_TO_SERVICE_KEY = "iam:PassedToService"
 SETUP_PLACE = "Settings → Endpoints"
+MAX_DETAIL = 200  # characters of an AWS error message quoted in a check's detail
 
 
 @dataclass
@@ -64,9 +65,16 @@ def _unknown_from(exc: EndpointControlError, what: str, permission: str) -> Chec
                      f"These credentials may not {what} ({permission}).",
                      f"Ask for {permission}, or override this check if you know it is fine.")
     if isinstance(exc, AwsError) and not isinstance(exc, CredentialsError):
-        return Check(CheckId.CREDENTIALS, Status.UNKNOWN, f"Could not {what}: {exc}",
+        return Check(CheckId.CREDENTIALS, Status.UNKNOWN, f"Could not {what}: {_brief(exc)}",
                      "Try again; override this check if AWS keeps failing to answer.")
     return None
+
+
+def _brief(exc: Exception) -> str:
+    """The first line of an error, shortened: a proxy's answer can be a whole HTML page."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    text = text.split("<", 1)[0].rstrip(" :") or text
+    return text if len(text) <= MAX_DETAIL else text[:MAX_DETAIL - 1] + "…"
 
 
 def guarded(check_id: CheckId, what: str, permission: str,
