@@ -1,8 +1,16 @@
 """The one typed settings object, loaded and saved in one place.
 
 Secrets never live here: AWS keys go to the OS keyring (captioner.aws.credentials).
-Unknown keys are ignored and wrongly typed values fall back to defaults with a
-warning, so a hand-edited or older file never stops the app from starting.
+
+The app must always start, and never destroys what the user wrote:
+- unknown keys are ignored; a wrongly typed value, or a number outside the range
+  its field declares with :func:`ranged`, falls back to that field's default with a
+  problem message naming the field and the accepted range;
+- a file that is not JSON (or not an object) is never overwritten: the app moves it
+  aside to ``settings.json.bak`` (or a timestamped ``.bak``) before using defaults,
+  and says so; the CLI leaves it in place. When it cannot be moved, settings are not
+  saved at all.
+:func:`read` returns the problems for the caller to show; :func:`load` logs them.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import tempfile
 import types
 import typing
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +35,13 @@ APP_NAME = "Captioner"
 DEFAULT_STT_MODEL = "mistralai/Voxtral-Mini-4B-Realtime-2602"
 
 Source = Literal["mic", "system", "both"]
+RANGE = "range"  # field metadata key: (lowest, highest) accepted value
+PRIVATE_DIR = 0o700
+
+
+def ranged(default: float, lowest: float, highest: float) -> Any:
+    """A numeric field whose loaded value must lie in [lowest, highest] (else: default)."""
+    return field(default=default, metadata={RANGE: (lowest, highest)})
 
 
 @dataclass
@@ -33,9 +49,10 @@ class AudioSettings:
     source: Source = "system"
     mic_device: str | None = None  # name or index as text; None = default
     system_device: str | None = None
-    mic_gain: float = 1.0
-    system_gain: float = 1.0
-    chunk_bytes: int = 4096  # 128 ms of 16 kHz PCM16; see captioner.audio.chunker
+    mic_gain: float = ranged(1.0, 0.0, 8.0)
+    system_gain: float = ranged(1.0, 0.0, 8.0)
+    # 128 ms of 16 kHz PCM16; see captioner.audio.chunker (20 ms … 1 s)
+    chunk_bytes: int = ranged(4096, 640, 32_000)
 
 
 @dataclass
@@ -44,10 +61,10 @@ class RecognitionSettings:
     endpoint: str = "embedded"
     model: str = DEFAULT_STT_MODEL
     whisper_model_dir: str | None = None  # None = the bundled tiny.en
-    whisper_threads: int = 2
-    rotate_after_seconds: float = 45 * 60.0
-    stall_seconds: float = 15.0
-    outage_buffer_seconds: float = 60.0
+    whisper_threads: int = ranged(2, 1, 64)
+    rotate_after_seconds: float = ranged(45 * 60.0, 60.0, 24 * 3600.0)
+    stall_seconds: float = ranged(15.0, 1.0, 600.0)
+    outage_buffer_seconds: float = ranged(60.0, 0.0, 600.0)
 
 
 @dataclass
@@ -60,16 +77,17 @@ class AwsSettings:
 @dataclass
 class AppearanceSettings:
     font_family: str = "Sans Serif"
-    font_size: int = 28
-    lines: int = 2
-    row_chars: int = 42  # longest caption row; rows break at phrase boundaries within it
+    font_size: int = ranged(28, 8, 72)
+    lines: int = ranged(2, 1, 5)
+    # longest caption row; rows break at phrase boundaries within it
+    row_chars: int = ranged(42, 20, 120)
     preset: str = "yellow-on-black"
     text_color: str = "#FFFF00"
     background_color: str = "#000000"
-    background_opacity: float = 0.8
+    background_opacity: float = ranged(0.8, 0.0, 1.0)
     outline: bool = True
     dock: Literal["top", "bottom", "floating"] = "bottom"
-    linger_seconds: float = 8.0
+    linger_seconds: float = ranged(8.0, 1.0, 120.0)
     click_through: bool = False
     announce_lines: bool = False  # screen-reader announcement of finalized lines
     geometry: dict[str, list[int]] = field(default_factory=dict)  # screen name → x, y, w, h
@@ -110,12 +128,13 @@ class EndpointDeploySettings:
     model_source: str = ""  # s3:// prefix or model id
     instance_types: list[str] = field(default_factory=list)  # ordered pool, 1–5
     role_arn: str = ""
-    autoscale_min: int = 0  # 0 = autoscaling off
-    autoscale_max: int = 1
+    autoscale_min: int = ranged(0, 0, 20)  # 0 = autoscaling off; 20 = scaling.MAX_INSTANCES
+    autoscale_max: int = ranged(1, 1, 20)
     # preflight checks the user chose to go past because they cannot be read (e.g. the
     # quota without Service Quotas permission); a check that FAILS is never skipped
     accepted_unknown: list[str] = field(default_factory=list)
-    max_lifetime_hours: float = 8.0  # the server deletes it then (renewed while in use); 0 = off
+    # the server deletes it then (renewed while in use); 0 = off
+    max_lifetime_hours: float = ranged(8.0, 0.0, 7 * 24.0)
 
 
 @dataclass
@@ -128,7 +147,7 @@ class CloudSettings:
             instance_types=["ml.g6.xlarge", "ml.g6e.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
         )
     )
-    idle_stop_minutes: int = 30
+    idle_stop_minutes: int = ranged(30, 5, 24 * 60)
 
 
 @dataclass
@@ -148,8 +167,17 @@ class Settings:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Settings:
-        return _build(cls, data, "")
+    def from_dict(cls, data: dict[str, Any], problems: list[str] | None = None) -> Settings:
+        """Settings from a JSON object; each value that is dropped adds to ``problems``."""
+        return _build(cls, data, "", problems if problems is not None else [])
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    settings: Settings
+    problems: tuple[str, ...] = ()  # sentences for the user, one per problem
+    kept_as: Path | None = None  # where an unreadable file was moved
+    writable: bool = True  # False: saving would overwrite a file that could not be kept
 
 
 def config_dir() -> Path:
@@ -161,26 +189,76 @@ def settings_path() -> Path:
     return config_dir() / "settings.json"
 
 
-def load(path: Path | None = None) -> Settings:
-    """Settings from disk, defaults when missing or unreadable (never raises)."""
+def read(path: Path | None = None, *, keep_unreadable: bool = False) -> LoadResult:
+    """Settings from disk with what was wrong with the file; never raises.
+
+    ``keep_unreadable`` (the app, which saves): move a file that is not valid JSON to a
+    ``.bak`` first, so saving defaults never overwrites it."""
     path = path or settings_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return Settings()
-    except (OSError, ValueError) as exc:
-        log.warning("! settings file %s unreadable (%s); using defaults", path, exc)
-        return Settings()
+        return LoadResult(Settings())
+    except OSError as exc:
+        return LoadResult(Settings(), (f"{path} could not be read ({exc.strerror or exc}): "
+                                       "default settings are used and changes are not "
+                                       "saved.",), writable=False)
+    except ValueError as exc:
+        return _unreadable(path, _json_fault(exc), keep_unreadable)
     if not isinstance(data, dict):
-        log.warning("! settings file %s is not an object; using defaults", path)
-        return Settings()
-    return Settings.from_dict(data)
+        return _unreadable(path, "it is not a JSON object", keep_unreadable)
+    problems: list[str] = []
+    settings = Settings.from_dict(data, problems)
+    return LoadResult(settings, tuple(problems))
+
+
+def load(path: Path | None = None) -> Settings:
+    """Settings from disk, defaults when missing or unreadable; logs each problem as a
+    warning (the CLI shows those). Never raises, never moves or writes the file."""
+    result = read(path)
+    for problem in result.problems:
+        log.warning("! %s", problem)
+    return result.settings
+
+
+def backup_path(path: Path) -> Path:
+    """``settings.json.bak``, or a timestamped one when that is taken."""
+    plain = path.with_name(path.name + ".bak")
+    if not plain.exists():
+        return plain
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return path.with_name(f"{path.name}.{stamp}.bak")
+
+
+def _unreadable(path: Path, fault: str, keep: bool) -> LoadResult:
+    if not keep:
+        return LoadResult(Settings(), (f"{path} could not be read ({fault}): default settings "
+                                       "are used; the file is left as it is.",))
+    kept = backup_path(path)
+    try:
+        os.replace(path, kept)
+    except OSError as exc:
+        return LoadResult(Settings(), (
+            f"{path} could not be read ({fault}) nor moved aside ({exc.strerror or exc}): "
+            "default settings are used and changes are not saved, so the file stays as "
+            "it is.",), writable=False)
+    return LoadResult(Settings(), (f"Settings reset: {path.name} could not be read and is "
+                                   f"kept as {kept.name} ({fault}; in {path.parent}).",),
+                      kept_as=kept)
+
+
+def _json_fault(exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"line {exc.lineno}, column {exc.colno}: {exc.msg}"
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    return str(exc)
 
 
 def save(settings: Settings, path: Path | None = None) -> None:
     """Write atomically (temp file + rename) so a crash never leaves half a file."""
     path = path or settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
     text = json.dumps(settings.to_dict(), indent=2, sort_keys=True)
     fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=path.parent)
     try:
@@ -194,22 +272,27 @@ def save(settings: Settings, path: Path | None = None) -> None:
         raise
 
 
-def _build(cls: type, data: dict[str, Any], prefix: str) -> Any:
+def _build(cls: type, data: dict[str, Any], prefix: str, problems: list[str]) -> Any:
     hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
         if f.name not in data:
             continue
-        value, hint = data[f.name], hints[f.name]
+        value, hint, name = data[f.name], hints[f.name], f"{prefix}{f.name}"
         if dataclasses.is_dataclass(hint):
             if isinstance(value, dict):
-                kwargs[f.name] = _build(hint, value, f"{prefix}{f.name}.")
+                kwargs[f.name] = _build(hint, value, f"{name}.", problems)
             else:
-                log.warning("! setting %s%s ignored: not an object", prefix, f.name)
-        elif _fits(value, hint):
-            kwargs[f.name] = float(value) if hint is float else value
+                problems.append(f"Setting {name} ignored: it is not a group of settings.")
+        elif not _fits(value, hint):
+            problems.append(f"Setting {name} = {value!r} ignored: wrong type; the default "
+                            "is used.")
+        elif RANGE in f.metadata and not f.metadata[RANGE][0] <= value <= f.metadata[RANGE][1]:
+            lowest, highest = f.metadata[RANGE]
+            problems.append(f"Setting {name} = {value!r} is outside the accepted range "
+                            f"{lowest:g}–{highest:g}; the default {f.default!r} is used.")
         else:
-            log.warning("! setting %s%s ignored: wrong type %r", prefix, f.name, value)
+            kwargs[f.name] = float(value) if hint is float else value
     return cls(**kwargs)
 
 

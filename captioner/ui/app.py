@@ -200,6 +200,8 @@ class CaptionerApp(QObject):
             settings.first_run = False
             self.store.touched()
         self.recover_journals()
+        if self.store.problems:  # a broken settings file (kept as .bak), values out of range
+            self.overlay.set_notice(" ".join(self.store.problems))
         self.global_keys.start()
         if cloud_configured(settings):  # find endpoints left running (by tag)
             self.endpoints.spawn(self.endpoints.attach())

@@ -4,6 +4,10 @@ Widgets never save settings themselves: they call :meth:`SettingsStore.replace`
 (a whole new Settings from the dialog) or :meth:`touched` (a small in-place edit
 such as the overlay geometry or the font size), and the store saves with
 :func:`captioner.settings.save` — at once, or debounced for in-place edits.
+
+Loading never overwrites what the user wrote: an unreadable file is moved to a
+``.bak`` before anything is saved (and when it cannot be moved, nothing is saved);
+``problems`` holds the sentences the app shows about it and about dropped values.
 """
 
 from __future__ import annotations
@@ -31,7 +35,13 @@ class SettingsStore(QObject):
                  save_delay_ms: int = 500, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.path = path
-        self._settings = settings if settings is not None else settings_io.load(path)
+        loaded = (settings_io.LoadResult(settings) if settings is not None
+                  else settings_io.read(path, keep_unreadable=True))
+        for problem in loaded.problems:
+            log.warning("! %s", problem)
+        self._settings = loaded.settings
+        self.problems: tuple[str, ...] = loaded.problems
+        self.writable = loaded.writable
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(save_delay_ms)
@@ -75,6 +85,9 @@ class SettingsStore(QObject):
 
     def save(self) -> bool:
         self._timer.stop()
+        if not self.writable:
+            log.info("= settings not saved: the file on disk could not be kept")
+            return False
         try:
             settings_io.save(self._settings, self.path)
         except OSError as exc:
