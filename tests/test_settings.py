@@ -22,13 +22,13 @@ BROKEN = '{\n  "audio": {"source": "mic"},\n  "cloud": {"idle_stop_minutes": 12,
 
 def test_out_of_range_values_fall_back_field_by_field(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
-    path.write_text(json.dumps({"cloud": {"idle_stop_minutes": -1, "max_lifetime_hours": 4},
+    path.write_text(json.dumps({"cloud": {"idle_stop_minutes": -1, "stt": {"autoscale_max": 4}},
                                 "appearance": {"font_size": 500, "lines": 3,
                                                "background_opacity": float("nan")},
                                 "audio": {"chunk_bytes": 0, "source": "mic"}}))
     result = settings_io.read(path)
     s = result.settings
-    assert s.cloud.idle_stop_minutes == 30 and s.cloud.max_lifetime_hours == 4
+    assert s.cloud.idle_stop_minutes == 30 and s.cloud.stt.autoscale_max == 4
     assert s.appearance.font_size == 28 and s.appearance.lines == 3
     assert s.appearance.background_opacity == 0.8
     assert s.audio.chunk_bytes == 4096 and s.audio.source == "mic"
