@@ -19,10 +19,12 @@ from datetime import datetime
 from typing import Any
 
 from captioner.cloud.calls import call
+from captioner.cloud.deploy_plan import tts_image
 from captioner.cloud.errors import AwsError, DeployConfigError, EndpointControlError
 from captioner.cloud.images import parse_image_uri
 from captioner.cloud.model_source import parse_model_source
 from captioner.cloud.ownership import TAG_MANAGED, Owner
+from captioner.settings import EndpointDeploySettings
 
 log = logging.getLogger(__name__)
 
@@ -249,6 +251,20 @@ def execution_role_policies(*, partition: str, region: str, account: str,
                         {"Version": POLICY_VERSION, "Statement": statements})
 
 
+def role_policies_for(kind: str, deploy: EndpointDeploySettings, region: str,
+                      identity: CallerIdentity) -> RolePolicies:
+    """The policies of a new execution role for this kind's saved image and model (the TTS
+    image defaults to AWS's vLLM-Omni image); DeployConfigError when the STT image is
+    not chosen yet, since the role may pull only that image's repository."""
+    image = deploy.image_uri.strip() or (tts_image(region) if kind == "tts" else "")
+    if not image:
+        raise DeployConfigError(
+            "Choose the image first: the role may pull only that image's repository.")
+    return execution_role_policies(partition=identity.partition, region=region,
+                                   account=identity.account, image_uri=image,
+                                   model_source=deploy.model_source)
+
+
 def create_execution_role(
     iam: Any,
     name: str,
@@ -259,7 +275,8 @@ def create_execution_role(
     description: str = "SageMaker execution role for Captioner's endpoints",
 ) -> RoleInfo:
     """Create the role with ``policies`` (trust + one inline permission policy), tagged
-    with this installation and the creating principal. If the permission policy cannot
+    with this installation (``cloud.state.load_state().installation_id``) and the
+    creating principal (``caller_identity(sts).arn``). If the permission policy cannot
     be attached, the half-made role is deleted again before the error is raised."""
     if not ROLE_NAME_RE.match(name):
         raise DeployConfigError(

@@ -14,7 +14,8 @@ from captioner.cloud.errors import AwsError, DeployConfigError
 
 HF_MODEL_ID_RE = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}$")
 HF_URL = "https://huggingface.co/{model}"
-US_EAST_1 = "us-east-1"  # GetBucketLocation answers None for it
+# GetBucketLocation answers None for us-east-1 and the legacy "EU" for eu-west-1
+LEGACY_LOCATIONS = {None: "us-east-1", "": "us-east-1", "EU": "eu-west-1"}
 BUCKET_MISSING_CODES = frozenset({"NoSuchBucket", "404", "NotFound"})
 
 
@@ -74,7 +75,8 @@ def inspect_s3_source(s3: Any, source: ModelSource) -> S3SourceState:
         if exc.code in BUCKET_MISSING_CODES:
             return S3SourceState(False, "", False)
         raise
-    region = location.get("LocationConstraint") or US_EAST_1
+    constraint = location.get("LocationConstraint")
+    region = LEGACY_LOCATIONS.get(constraint, constraint)
     listing = call(s3, "list_objects_v2", Bucket=source.bucket, Prefix=source.prefix,
                    MaxKeys=1)
     return S3SourceState(True, region, bool(listing.get("KeyCount") or listing.get("Contents")))

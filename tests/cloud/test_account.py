@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import boto3
 import pytest
 from botocore.stub import Stubber
 
@@ -16,8 +17,9 @@ from captioner.cloud.images import (
     list_images,
     parse_image_uri,
 )
-from captioner.cloud.model_source import parse_model_source
+from captioner.cloud.model_source import S3SourceState, inspect_s3_source, parse_model_source
 from captioner.cloud.pricing import PriceTable, instance_options
+from captioner.settings import EndpointDeploySettings
 from tests.support.aws_account import ACCOUNT, REGION, STT_IMAGE, FakeAccount
 
 INSTALLATION = "0123456789abcdef"
@@ -158,3 +160,27 @@ def test_instance_pool_with_prices() -> None:
     assert g5 is not None and (g5.hourly, g5.exact) == (1.6, True)
     assert new is None
     assert g4 is not None and (g4.hourly, g4.exact) == (0.7, False)  # from the fallback region
+
+
+def test_role_policies_follow_the_saved_plan() -> None:
+    me = acct.CallerIdentity(ACCOUNT, f"arn:aws:iam::{ACCOUNT}:user/ana")
+    tts = acct.role_policies_for("tts", EndpointDeploySettings(), "eu-west-1", me)
+    pull = next(s for s in tts.permissions["Statement"] if s["Sid"] == "PullImage")
+    assert pull["Resource"] == "arn:aws:ecr:eu-west-1:763104351884:repository/vllm"
+    plan = EndpointDeploySettings(image_uri=STT_IMAGE, model_source="s3://models/v/")
+    stt = acct.role_policies_for("stt", plan, REGION, me)
+    assert stt == policies("s3://models/v/")
+    with pytest.raises(DeployConfigError, match="Choose the image first"):
+        acct.role_policies_for("stt", EndpointDeploySettings(), REGION, me)
+
+
+def test_legacy_bucket_locations_name_their_region() -> None:
+    s3 = boto3.Session(aws_access_key_id="x", aws_secret_access_key="y",
+                       region_name=REGION).client("s3")
+    with Stubber(s3) as stub:
+        stub.add_response("get_bucket_location", {"LocationConstraint": "EU"},
+                          {"Bucket": "old-bucket"})
+        stub.add_response("list_objects_v2", {"KeyCount": 1},
+                          {"Bucket": "old-bucket", "Prefix": "m/", "MaxKeys": 1})
+        state = inspect_s3_source(s3, parse_model_source("s3://old-bucket/m"))
+    assert state == S3SourceState(bucket_exists=True, bucket_region="eu-west-1", has_objects=True)
