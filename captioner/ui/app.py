@@ -33,7 +33,7 @@ from captioner.captioning import EmbeddedEngine
 from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import cloud_configured, control_from_settings
 from captioner.cloud.manager import EndpointManager
-from captioner.cloud.preflight import preflight_from_settings
+from captioner.cloud.preflight import Preflight
 from captioner.realtime.captions import CaptionUpdate
 from captioner.transcript.journal import mark_recovered, unfinished_journals
 from captioner.ui.actions import AppActions
@@ -49,7 +49,7 @@ from captioner.ui.controller import (
 from captioner.ui.endpoint_tray import EndpointTray
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.runner import Runner
-from captioner.ui.endpoints.service import Check, SetupService
+from captioner.ui.endpoints.service import SetupService
 from captioner.ui.endpoints.start_flow import GuardedStart, StartFlow
 from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.global_shortcut import GlobalShortcuts
@@ -101,12 +101,12 @@ class CaptionerApp(QObject):
             # Without a tray nothing could be clicked to turn it off again: start clickable.
             self.overlay.set_click_through(False)
         self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
+        self.endpoint_setup = endpoint_setup or AccountSetupService()
         self.endpoints = endpoints or EndpointManager(
             lambda: control_from_settings(self.store.settings),
             lambda kind: getattr(self.store.settings.cloud, kind),
             idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile,
-            preflight=lambda kind: preflight_from_settings(kind, self.store.settings))
-        self.endpoint_setup = endpoint_setup or AccountSetupService()
+            preflight=lambda kind: self.endpoint_setup.preflight(self.store.settings, kind))
         self.setup_runner = Runner()
         self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}
         self.endpoint_tray = self.endpoint_trays["stt"]
@@ -378,13 +378,13 @@ class CaptionerApp(QObject):
         self.settings_dialog.raise_()
         self.settings_dialog.activateWindow()
 
-    def open_endpoint_setup(self, kind: Kind, checks: list[Check]) -> None:
+    def open_endpoint_setup(self, kind: Kind, preflight: Preflight) -> None:
         """The tray's Start was refused: open Settings → Endpoints at the failing check."""
         self.show_settings()
         dialog = self.settings_dialog
         assert dialog is not None and isinstance(dialog.endpoints, EndpointsPage)
         dialog.tabs.setCurrentWidget(dialog.endpoints)
-        dialog.endpoints.show_checks(kind, checks)
+        dialog.endpoints.show_preflight(kind, preflight)
 
     # --- debug hook ---------------------------------------------------------
 

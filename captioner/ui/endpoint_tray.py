@@ -22,15 +22,17 @@ from PySide6.QtWidgets import QMenu
 
 from captioner.cloud.deploy_plan import KINDS, Kind
 from captioner.cloud.manager import KIND_LABELS, EndpointManager, KindStatus, Phase
+from captioner.cloud.preflight import Preflight
 from captioner.cloud.pricing import format_cost
-from captioner.ui.endpoints.service import Check, first_blocking
+from captioner.ui.endpoints.preflight_list import line_of
+from captioner.ui.endpoints.service import gate
 from captioner.ui.endpoints.start_flow import GuardedStart, StartFlow
 from captioner.ui.endpoints.status_row import hms
 
 REFRESH_MS = 5_000
 NOUNS: dict[Kind, str] = {"stt": "captions", "tts": "replies"}
 
-OpenSetup = Callable[[Kind, list[Check]], None]
+OpenSetup = Callable[[Kind, Preflight], None]
 
 
 class TrayLike(Protocol):
@@ -116,22 +118,22 @@ class EndpointTray(QObject):
             self.note = ""
             self.refresh()
 
-    def _on_checks(self, kind: Kind, checks: list[Check], blocked: bool) -> None:
+    def _on_checks(self, kind: Kind, preflight: Preflight, blocked: bool) -> None:
         if kind != self.kind:
             return
         if not blocked:
             self.note = "confirm the cost to start…"
             self.refresh()
             return
-        blocking = first_blocking(checks, getattr(self.gate.settings().cloud, kind)
-                                  .accepted_unknown) if self.gate else None
-        reason = blocking.line if blocking is not None else "a check did not pass"
+        blocking = gate(preflight, getattr(self.gate.settings().cloud, kind).accepted_unknown
+                        ) if self.gate else None
+        reason = line_of(blocking) if blocking is not None else "a check did not pass"
         self.note = f"set-up needed — {reason}"
         self.refresh()
-        self._notify("set-up needed", f"{reason}. Settings → Endpoints is open at this step.",
+        self._notify("set-up needed", f"{reason} Settings → Endpoints is open at this step.",
                      critical=True)
         if self.open_setup is not None:
-            self.open_setup(kind, checks)
+            self.open_setup(kind, preflight)
 
     # ---- display -------------------------------------------------------------------------
 

@@ -31,8 +31,11 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.aws import KeyringCredentials
+from captioner.cloud.account import CallerIdentity, RoleInfo
 from captioner.cloud.deploy_plan import KINDS, Kind
+from captioner.cloud.images import ImageCandidate
 from captioner.cloud.manager import EndpointManager, KindStatus
+from captioner.cloud.preflight import Check, Preflight
 from captioner.cloud.status import EndpointSnapshot
 from captioner.settings import AwsSettings, Settings
 from captioner.ui.endpoints.account_box import AccountBox
@@ -41,7 +44,7 @@ from captioner.ui.endpoints.kind_setup import KindSetup
 from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
 from captioner.ui.endpoints.role_dialog import RoleDialog
 from captioner.ui.endpoints.runner import Runner
-from captioner.ui.endpoints.service import Check, Identity, RoleProposal, SetupService
+from captioner.ui.endpoints.service import RoleProposal, SetupService
 from captioner.ui.endpoints.start_flow import DeployConfirmation, GuardedStart, StartFlow
 from captioner.ui.endpoints.status_row import KIND_NOUNS, KIND_TITLES, EndpointRow, hms
 from captioner.ui.settings.common import Errors, Page
@@ -190,8 +193,8 @@ class EndpointsPage(Page):
         self.store.replace(new)
         if checked_part(new) != before:
             for setup in self.setups.values():
-                if setup.preflight.checks:
-                    setup.preflight.set_checks([])
+                if setup.preflight.preflight is not None:
+                    setup.preflight.set_preflight(None)
                     setup.preflight.set_running("The set-up changed since the last check: "
                                                 "press Check set-up.")
         return None
@@ -222,14 +225,14 @@ class EndpointsPage(Page):
         self.runner.spawn(self._check(kind))
 
     async def _check(self, kind: Kind) -> None:
-        checks = await self.gate.check(kind)
+        preflight = await self.gate.check(kind)
         self.setups[kind].check_button.setEnabled(True)
-        self._on_checks(kind, checks, False)
+        self._on_checks(kind, preflight, False)
 
-    def _on_checks(self, kind: Kind, checks: list[Check], blocked: bool) -> None:
+    def _on_checks(self, kind: Kind, preflight: Preflight, blocked: bool) -> None:
         setup = self.setups[kind]
         setup.check_button.setEnabled(True)
-        setup.preflight.set_checks(checks)
+        setup.preflight.set_preflight(preflight)
         if blocked:
             self.show_check(kind, setup.preflight.blocking())
         self.refresh()
@@ -239,18 +242,19 @@ class EndpointsPage(Page):
         self.kind_tabs.setCurrentWidget(self.setups[kind])
         if check is None:
             return
+        section = check.id.section
         target = (self.account.profile if self.account.use_profile.isChecked()
-                  else self.account.key_id) if check.key == "credentials" else (
-            self.setups[kind].field_for(check.key) or self.setups[kind].preflight)
-        label = self.setups[kind].preflight.labels.get(check.key)
+                  else self.account.key_id) if section == "credentials" else (
+            self.setups[kind].field_for(section) or self.setups[kind].preflight)
+        label = self.setups[kind].preflight.labels.get(check.id.value)
         if label is not None:
             self.scroll.ensureWidgetVisible(label)
         self.scroll.ensureWidgetVisible(target)  # the field wins when both do not fit
         target.setFocus()
 
-    def show_checks(self, kind: Kind, checks: list[Check]) -> None:
+    def show_preflight(self, kind: Kind, preflight: Preflight) -> None:
         """The tray's Start was refused: show its preflight here, at the first blocker."""
-        self._on_checks(kind, checks, True)
+        self._on_checks(kind, preflight, True)
 
     def stop(self, kind: Kind) -> None:
         self.rows[kind].stop_button.setEnabled(False)
@@ -266,7 +270,7 @@ class EndpointsPage(Page):
 
     # ---- lists and the role --------------------------------------------------------------
 
-    def _on_account(self, identity: Identity | None) -> None:
+    def _on_account(self, identity: CallerIdentity | None) -> None:
         if identity is not None:
             self.refresh_lists()
 
@@ -282,11 +286,12 @@ class EndpointsPage(Page):
                          done=lambda images: self._got_images(images, aws, account),
                          failed=self._list_failed("image"))
 
-    def _got_roles(self, roles: list) -> None:
+    def _got_roles(self, roles: list[RoleInfo]) -> None:
         for setup in self.setups.values():
             setup.set_roles(roles)
 
-    def _got_images(self, images: list, aws: AwsSettings, account: str) -> None:
+    def _got_images(self, images: list[ImageCandidate], aws: AwsSettings, account: str
+                    ) -> None:
         for setup in self.setups.values():
             setup.set_images(images, aws.region, account, aws.profile)
 
@@ -308,8 +313,7 @@ class EndpointsPage(Page):
                          failed=setup.errors["role"].show_error)
 
     def _ask_role(self, kind: Kind, proposal: RoleProposal) -> None:
-        account = self.account.identity.account if self.account.identity else ""
-        dialog = RoleDialog(proposal, account, KIND_NOUNS[kind], self)
+        dialog = RoleDialog(proposal, KIND_NOUNS[kind], self)
         dialog.accepted.connect(lambda: self._create_role(kind, proposal))
         dialog.finished.connect(dialog.deleteLater)
         self.role_dialog = dialog
@@ -322,7 +326,7 @@ class EndpointsPage(Page):
                          done=lambda role: self._role_created(kind, role),
                          failed=setup.errors["role"].show_error)
 
-    def _role_created(self, kind: Kind, role) -> None:
+    def _role_created(self, kind: Kind, role: RoleInfo) -> None:
         setup = self.setups[kind]
         setup.role.addItem(role.arn)
         setup.role.setCurrentText(role.arn)

@@ -5,11 +5,13 @@ Quotas and IAM policy simulation."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import boto3
-from botocore.stub import ANY, Stubber
+from botocore.stub import Stubber
 
+from captioner.cloud.account import AccountClients
 from captioner.settings import AwsSettings
 from captioner.ui.endpoints.aws_setup import default_clients
 
@@ -31,33 +33,13 @@ def push_image(moto_url: str) -> str:
     return IMAGE
 
 
-class _SimulatingIam:
-    """The moto IAM client, except policy simulation, which a Stubber answers."""
-
-    def __init__(self, iam: Any, decision: str, calls: list[dict[str, Any]]) -> None:
-        self._iam, self._decision, self._calls = iam, decision, calls
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._iam, name)
-
-    def simulate_principal_policy(self, **params: Any) -> dict[str, Any]:
-        client = boto3.client("iam", region_name="us-east-1", aws_access_key_id="x",
-                              aws_secret_access_key="x")
-        with Stubber(client) as stub:
-            stub.add_response("simulate_principal_policy", {"EvaluationResults": [
-                {"EvalActionName": "iam:PassRole", "EvalResourceName": params["ResourceArns"][0],
-                 "EvalDecision": self._decision}]},
-                {"PolicySourceArn": ANY, "ActionNames": ["iam:PassRole"],
-                 "ResourceArns": ANY})
-            self._calls.append(params)
-            return client.simulate_principal_policy(**params)
-
-
 class TestClients:
-    """A ``Clients`` for AccountSetupService: moto, plus the stubbed edges.
+    """An ``AccountClientsFor`` for AccountSetupService: moto, plus the stubbed edges.
 
-    ``quota`` None answers Service Quotas with AccessDenied (a user without that
-    permission); a number answers that quota for ``quota_type``.
+    Each call hands out fresh Stubber-wrapped clients for IAM policy simulation and
+    Service Quotas, each answering one preflight. ``quota`` None answers Service Quotas
+    with AccessDenied (a user without that permission); a number answers that quota for
+    ``quota_type``. ``pass_role`` is the simulated decision on iam:PassRole.
     """
 
     __test__ = False
@@ -65,33 +47,53 @@ class TestClients:
     def __init__(self, *, quota: int | None = None, quota_type: str = "ml.g4dn.xlarge",
                  pass_role: str = "allowed") -> None:
         self.quota, self.quota_type, self.pass_role = quota, quota_type, pass_role
-        self.simulations: list[dict[str, Any]] = []
-        self.quota_calls = 0
+        self.simulator_stubs: list[Stubber] = []
 
-    def __call__(self, aws: AwsSettings, service: str) -> Any:
-        if service == "service-quotas":
-            return self._quotas()
-        client = default_clients(aws, service)
-        if service == "iam":
-            return _SimulatingIam(client, self.pass_role, self.simulations)
+    def __call__(self, aws: AwsSettings) -> AccountClients:
+        moto = default_clients(aws)  # AWS_ENDPOINT_URL points these at the moto server
+        return replace(moto, service_quotas=self._quotas(), policy_simulator=self._simulator())
+
+    @property
+    def simulations(self) -> int:
+        """How many iam:PassRole simulations the preflights asked for."""
+        return sum(map(_answered, self.simulator_stubs))
+
+    def _simulator(self) -> Any:
+        client = _offline("iam")
+        stub = Stubber(client)
+        stub.add_response("simulate_principal_policy", {"EvaluationResults": [
+            {"EvalActionName": "iam:PassRole", "EvalResourceName": "*",
+             "EvalDecision": self.pass_role}]})
+        stub.activate()
+        self.simulator_stubs.append(stub)
         return client
 
     def _quotas(self) -> Any:
-        self.quota_calls += 1
-        client = boto3.client("service-quotas", region_name="us-east-1",
-                              aws_access_key_id="x", aws_secret_access_key="x")
+        client = _offline("service-quotas")
         stub = Stubber(client)
         if self.quota is None:
             stub.add_client_error("list_service_quotas", "AccessDeniedException",
-                                  "not authorized to perform: servicequotas:ListServiceQuotas",
-                                  expected_params={"ServiceCode": "sagemaker"})
+                                  "not authorized to perform: servicequotas:ListServiceQuotas")
         else:
             stub.add_response("list_service_quotas", {"Quotas": [
                 {"ServiceCode": "sagemaker", "QuotaCode": "L-0001",
                  "QuotaName": f"{self.quota_type} for endpoint usage",
-                 "Value": float(self.quota)}]}, {"ServiceCode": "sagemaker"})
+                 "Value": float(self.quota)}]})
         stub.activate()
         return client
+
+
+def _answered(stub: Stubber) -> bool:
+    try:
+        stub.assert_no_pending_responses()
+    except AssertionError:
+        return False
+    return True
+
+
+def _offline(service: str) -> Any:
+    return boto3.client(service, region_name="us-east-1", aws_access_key_id="x",
+                        aws_secret_access_key="x")
 
 
 class NoKeys:

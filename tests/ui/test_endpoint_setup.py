@@ -6,6 +6,7 @@ what the widgets show."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import boto3
 import pytest
@@ -72,11 +73,17 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         # Start with nothing set up: the checks run, say what is missing, nothing is made.
         row.start_button.click()
         await wait_until(lambda: stt.preflight.labels, 30, "the preflight list")
-        assert texts(stt)[0].startswith(
-            f"✔ PASS  Credentials: account {ACCOUNT} as arn:aws:sts::{ACCOUNT}:")
-        assert texts(stt)[1] == ("✘ FAIL  Execution role: none chosen — Choose a role that "
-                                 "trusts SageMaker, or press Create role.")
-        assert texts(stt)[2].startswith("✘ FAIL  Image: none chosen — Build and push")
+        lines = texts(stt)
+        assert lines[0] == f"✔ PASS  AWS credentials: Account {ACCOUNT} as user/moto."
+        assert lines[1].startswith("✘ FAIL  Execution role: No execution role is chosen. "
+                                   "Fix: Choose a role that SageMaker may assume, or let "
+                                   "Captioner create one")
+        assert lines[2] == ("? UNKNOWN  Permission to pass the role: Not checked until the "
+                            "execution role is sorted out.")
+        assert "pass-role" not in stt.preflight.overrides  # fixed at the role, not gone past
+        assert lines[3] == ("✘ FAIL  Container image: No STT image is chosen. Fix: Choose an "
+                            "image from your ECR repositories, or build and push one (needs "
+                            f"Docker) with: container/build_and_push.sh us-east-1 {ACCOUNT}")
         assert stt.preflight.summary.text() == ("Not ready: the execution role check fails. "
                                                 "Fix it below, then press Check again.")
         assert page.confirmation is None
@@ -85,8 +92,7 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         # 1. The account, checked live.
         page.account.check_button.click()
         await wait_until(lambda: page.account.result.text().startswith("✔"), 30, "identity")
-        assert page.account.result.text().startswith(
-            f"✔ Account {ACCOUNT} — arn:aws:sts::{ACCOUNT}:")
+        assert page.account.result.text() == f"✔ Account {ACCOUNT} — user/moto"
         await wait_until(lambda: stt.build_box.isVisible()
                          and not stt.role_note.text().startswith("Looking"), 30, "the lists")
         assert stt.role_note.text() == ("No role in this account trusts SageMaker yet: "
@@ -119,8 +125,9 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         await wait_until(lambda: stt.role_note.text().startswith("✔ Created"), 30, "role")
         (role,) = iam.list_roles()["Roles"]
         assert stt.role.currentText() == role["Arn"]
+        assert role["RoleName"] == "captioner-endpoint-stt"
         policy = iam.get_role_policy(RoleName=role["RoleName"],
-                                     PolicyName="CaptionerEndpointAccess")["PolicyDocument"]
+                                     PolicyName="captioner-endpoint")["PolicyDocument"]
         assert policy == permissions  # exactly what was shown
 
         # 4. The pool: a type this account can run (moto knows g4dn), with its price.
@@ -131,22 +138,28 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
 
         # 5. Preflight: everything passes but the quota, which cannot be read here.
         stt.check_button.click()
-        await wait_until(lambda: len(stt.preflight.labels) == 6
-                         and stt.check_button.isEnabled(), 30, "all six checks")
+        await wait_until(lambda: stt.check_button.isEnabled()
+                         and stt.preflight.preflight is not None, 30, "the checks")
         lines = texts(stt)
-        assert lines[1] == (f"✔ PASS  Execution role: {role['RoleName']} trusts SageMaker "
-                            "and you may pass it")
-        assert lines[2] == f"✔ PASS  Image: {IMAGE} exists"
-        assert lines[3] == ("✔ PASS  Model: mistralai/Voxtral-Mini-4B-Realtime-2602 from "
-                            "Hugging Face (downloaded at start)")
-        assert lines[4] == (f"? UNKNOWN  Quota: could not read the quota “{CHEAP} for endpoint "
-                            "usage” (AccessDeniedException) — Go past this check if you know "
-                            "the quota is at least 1.")
-        assert lines[5] == "✔ PASS  Price: about $0.74/hour"
-        assert stt.preflight.summary.text().startswith("Not ready: the quota check could not")
+        assert lines[1:] == [
+            "✔ PASS  Execution role: Role captioner-endpoint-stt exists and SageMaker may "
+            "assume it.",
+            "✔ PASS  Permission to pass the role: user/moto may pass captioner-endpoint-stt "
+            "to SageMaker.",
+            f"✔ PASS  Container image: {REPO_NAME}:latest exists, pushed "
+            f"{datetime.now(UTC):%Y-%m-%d}.",
+            "✔ PASS  Model source: Hugging Face model mistralai/Voxtral-Mini-4B-Realtime-2602; "
+            "the endpoint downloads it when it starts.",
+            "? UNKNOWN  Endpoint quota: These credentials may not read Service Quotas "
+            "(servicequotas:ListServiceQuotas). Fix: Ask for servicequotas:ListServiceQuotas, "
+            "or override this check if you know it is fine.",
+            "✔ PASS  Price per hour: about $0.74/hour, billed until stopped."]
+        assert stt.preflight.summary.text().startswith(
+            "Not ready: the endpoint quota check could not be read.")
         override = stt.preflight.overrides["quota"]
-        assert override.text().startswith("Go past the quota check: I know it is fine")
-        assert override.accessibleDescription().startswith("could not read the quota")
+        assert override.text().startswith("Go past the endpoint quota check: I know it is fine")
+        assert override.accessibleDescription().startswith(
+            "These credentials may not read Service Quotas")
         override.click()
         assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
                                                 "be started.")
@@ -183,10 +196,10 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
     run_async(qapp, scenario, timeout=240)
     saved = settings_io.load()  # the fresh profile now holds the plan, no secret
     assert saved.cloud.stt.image_uri == IMAGE
-    assert saved.cloud.stt.role_arn.endswith(":role/CaptionerSageMakerCaptions")
+    assert saved.cloud.stt.role_arn.endswith(":role/captioner-endpoint-stt")
     assert saved.cloud.stt.instance_types == [CHEAP]
     assert saved.cloud.stt.accepted_unknown == ["quota"]
-    assert len(clients.simulations) == 2  # iam:PassRole was asked at each check
+    assert clients.simulations == 2  # iam:PassRole was asked at the check and at Start
 
 
 REPO_NAME = "captioner-stt"

@@ -17,6 +17,10 @@ from tests.ui.conftest import run_async, wait_until
 from tests.ui.endpoint_setup_support import TestClients, push_image
 from tests.ui.test_endpoint_setup import CHEAP, make_manager
 
+ROLE_MISSING = ("FAIL  Execution role: No execution role is chosen. Fix: Choose a role that "
+                "SageMaker may assume, or let Captioner create one (Settings → Endpoints; "
+                "--role-arn on the command line).")
+
 
 @pytest.fixture
 def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -76,13 +80,11 @@ def test_unconfigured_tray_start_opens_setup_at_the_failing_check(qapp, store, t
         assert dialog.tabs.currentWidget() is page
         assert page.kind_tabs.currentWidget() is page.setups["stt"]
         lines = [label.text() for label in page.setups["stt"].preflight.labels.values()]
-        assert lines[1] == ("✘ FAIL  Execution role: none chosen — Choose a role that trusts "
-                            "SageMaker, or press Create role.")
+        assert lines[1] == "✘ " + ROLE_MISSING
         assert page.setups["stt"].preflight.summary.text().startswith(
             "Not ready: the execution role check fails.")
         # Visible outside the settings too: the strip, the tooltip and a notification.
-        expected = ("Captions endpoint: set-up needed — FAIL  Execution role: none chosen — "
-                    "Choose a role that trusts SageMaker, or press Create role.")
+        expected = f"Captions endpoint: set-up needed — {ROLE_MISSING}"
         assert app.overlay.strip.cloud_label.text() == expected
         assert app.overlay.strip.cloud_label.isVisibleTo(app.overlay)
         assert app.tray.tooltip_lines[tooltip_key("stt")] == expected

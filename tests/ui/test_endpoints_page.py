@@ -31,11 +31,11 @@ from captioner.cloud.endpoints import CostEstimate, ManagedEndpoint, StopReport
 from captioner.cloud.errors import AccessDeniedError
 from captioner.cloud.manager import EndpointManager, Phase
 from captioner.cloud.ownership import Ownership
+from captioner.cloud.preflight import ORDER, Check, Preflight, Status
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.settings import EndpointDeploySettings, Settings, ShortcutSettings
 from captioner.ui.actions import AppActions
 from captioner.ui.endpoint_tray import EndpointTray
-from captioner.ui.endpoints.service import CHECK_KEYS, Check, CheckState
 from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.settings_store import SettingsStore
 from captioner.ui.tray import Tray
@@ -96,8 +96,9 @@ class PassingService:
     def profiles(self) -> list[str]:
         return []
 
-    def preflight(self, settings: Any, kind: Kind) -> list[Check]:
-        return [Check(key, key.title(), CheckState.PASS, "fine") for key in CHECK_KEYS]
+    def preflight(self, settings: Any, kind: Kind) -> Preflight:
+        return Preflight(kind, "us-east-1",
+                         tuple(Check(check_id, Status.PASS, "Fine.") for check_id in ORDER))
 
     def instance_types(self, kind: Kind, region: str) -> list[str]:
         return ["ml.g6.4xlarge"]
@@ -320,11 +321,11 @@ def test_results_go_stale_when_what_they_checked_changes(qapp, qtbot) -> None:
 
     async def scenario() -> None:
         stt.check_button.click()
-        await wait_until(lambda: len(stt.preflight.labels) == len(CHECK_KEYS), what="checks")
+        await wait_until(lambda: len(stt.preflight.labels) == len(ORDER), what="checks")
         assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
                                                 "be started.")
         assert page.commit() is None  # nothing changed: the results stand
-        assert len(stt.preflight.labels) == len(CHECK_KEYS)
+        assert len(stt.preflight.labels) == len(ORDER)
         stt.model.setText("s3://my-models/voxtral/")
         assert page.commit() is None
         assert stt.preflight.labels == {}

@@ -26,9 +26,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from captioner.cloud.account import CallerIdentity
 from captioner.settings import AwsSettings
 from captioner.ui.endpoints.runner import Runner
-from captioner.ui.endpoints.service import Identity, SetupService
+from captioner.ui.endpoints.service import SetupService
 from captioner.ui.settings import validation as v
 from captioner.ui.settings.common import ErrorLabel
 from captioner.ui.settings.recognition_page import KeyStore, keys_stored
@@ -45,7 +46,7 @@ OK_COLOR, BAD_COLOR = "#2E7D32", "#C62828"
 class AccountBox(QGroupBox):
     """Credentials + region + live check; ``identity`` is the last good answer."""
 
-    checked = Signal(object)  # Identity | None
+    checked = Signal(object)  # CallerIdentity | None
 
     def __init__(self, service: SetupService, runner: Runner, keys: KeyStore,
                  commit: Callable[[], str | None], parent: QWidget | None = None) -> None:
@@ -53,7 +54,7 @@ class AccountBox(QGroupBox):
         self.setAccessibleName("AWS account")
         self.service, self.runner, self.keys = service, runner, keys
         self.commit = commit  # saves the page into settings; returns an error or None
-        self.identity: Identity | None = None
+        self.identity: CallerIdentity | None = None
         form = QFormLayout(self)
         self.use_profile = QRadioButton("AWS &profile (SSO, assume-role or keys in ~/.aws)")
         self.use_keys = QRadioButton("Access &keys, kept in the OS keyring")
@@ -179,10 +180,10 @@ class AccountBox(QGroupBox):
         self.write(aws)
         self.runner.call(self.service.identity, aws, done=self._identified, failed=self._failed)
 
-    def _identified(self, identity: Identity) -> None:
+    def _identified(self, identity: CallerIdentity) -> None:
         self.identity = identity
         self.check_button.setEnabled(True)
-        self.result.setText(f"✔ Account {identity.account} — {identity.arn}")
+        self.result.setText(f"✔ Account {identity.account} — {identity.display_name}")
         self.result.setStyleSheet(f"color: {OK_COLOR};")
         self.result.setAccessibleDescription(self.result.text())
         self.checked.emit(identity)

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from captioner.cloud.account import RoleInfo
 from captioner.cloud.deploy_plan import (
     DEFAULT_STT_MODEL,
     MAX_LIFETIME_HOURS,
@@ -31,15 +32,13 @@ from captioner.cloud.deploy_plan import (
     Kind,
     tts_image,
 )
+from captioner.cloud.images import ImageCandidate, build_and_push_command
 from captioner.cloud.scaling import MAX_INSTANCES
 from captioner.settings import EndpointDeploySettings
 from captioner.ui.endpoints.pool_editor import PoolEditor
 from captioner.ui.endpoints.preflight_list import PreflightList
-from captioner.ui.endpoints.service import ImageChoice, RoleChoice
 from captioner.ui.endpoints.status_row import KIND_NOUNS, EndpointRow
 from captioner.ui.settings.common import ErrorLabel
-
-BUILD_COMMAND = "container/build_and_push.sh {region} {account}"
 
 
 class KindSetup(QWidget):
@@ -187,7 +186,7 @@ class KindSetup(QWidget):
 
     # ---- lists from AWS ------------------------------------------------------------------
 
-    def set_images(self, images: list[ImageChoice], region: str, account: str,
+    def set_images(self, images: list[ImageCandidate], region: str, account: str,
                    profile: str | None) -> None:
         current = self.image.currentText().strip()
         self.image.clear()
@@ -199,14 +198,13 @@ class KindSetup(QWidget):
         none = self.kind == "stt" and not images
         if none:
             prefix = f"AWS_PROFILE={profile} " if profile else ""
-            self.build_command.setText(prefix + BUILD_COMMAND.format(region=region,
-                                                                     account=account))
+            self.build_command.setText(prefix + build_and_push_command(region, account))
             self.build_hint.setText(
                 f"No images in Amazon ECR in {region} yet. Build and push the captions "
                 "image from a clone of Captioner (needs Docker), then press Refresh lists:")
         self.build_box.setVisible(none)
 
-    def set_roles(self, roles: list[RoleChoice]) -> None:
+    def set_roles(self, roles: list[RoleInfo]) -> None:
         current = self.role_arn()
         self.role.clear()
         for role in roles:
@@ -267,4 +265,4 @@ class KindSetup(QWidget):
                 "quota": self.pool, "price": self.pool}.get(check_key)
 
 
-__all__ = ["BUILD_COMMAND", "KindSetup"]
+__all__ = ["KindSetup"]

@@ -1,8 +1,9 @@
 """The preflight list: one line per check, PASS / FAIL / UNKNOWN with the fix in words.
 
 A check that could not be read (UNKNOWN) gets a "Go past this check" box carrying
-its reason; ticking it records the check's key in the kind's ``accepted_unknown``
+its reason; ticking it records the check's id in the kind's ``accepted_unknown``
 setting. A FAIL can never be gone past. ``ready()`` says whether a deploy may start.
+The report itself is ``captioner.cloud.preflight``'s, the same as ``endpoint check``.
 """
 
 from __future__ import annotations
@@ -10,11 +11,20 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
 
-from captioner.ui.endpoints.service import Check, CheckState, first_blocking
+from captioner.cloud.preflight import Check, Preflight, Status
+from captioner.cloud.preflight.checks import NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE
+from captioner.ui.endpoints.service import gate
 
-STATE_COLORS = {CheckState.PASS: "#2E7D32", CheckState.FAIL: "#C62828",
-                CheckState.UNKNOWN: "#E65100"}
-STATE_MARKS = {CheckState.PASS: "✔", CheckState.FAIL: "✘", CheckState.UNKNOWN: "?"}
+STATE_COLORS = {Status.PASS: "#2E7D32", Status.FAIL: "#C62828", Status.UNKNOWN: "#E65100"}
+# "not checked because an earlier check failed": fixed by that check, never gone past
+NOT_CHECKED = (NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE)
+STATE_MARKS = {Status.PASS: "✔", Status.FAIL: "✘", Status.UNKNOWN: "?"}
+
+
+def line_of(check: Check) -> str:
+    """"FAIL  Execution role: No execution role is chosen. Fix: Choose a role…"."""
+    text = f"{check.status.value}  {check.title}: {check.detail}"
+    return f"{text} Fix: {check.fix}" if check.fix and not check.passed else text
 
 
 class PreflightList(QWidget):
@@ -24,7 +34,7 @@ class PreflightList(QWidget):
         super().__init__(parent)
         self.noun = noun
         self.setAccessibleName(f"{noun} preflight checks")
-        self.checks: list[Check] = []
+        self.preflight: Preflight | None = None
         self.accepted: list[str] = []
         self.labels: dict[str, QLabel] = {}
         self.overrides: dict[str, QCheckBox] = {}
@@ -47,31 +57,37 @@ class PreflightList(QWidget):
             box.blockSignals(False)
         self._show_summary()
 
-    def set_checks(self, checks: list[Check]) -> None:
+    @property
+    def checks(self) -> tuple[Check, ...]:
+        return self.preflight.checks if self.preflight is not None else ()
+
+    def set_preflight(self, preflight: Preflight | None) -> None:
+        """Show ``preflight`` (None clears the list)."""
         for widget in [*self.labels.values(), *self.overrides.values()]:
             self._layout.removeWidget(widget)
             widget.deleteLater()
         self.labels, self.overrides = {}, {}
-        self.checks = list(checks)
-        for check in checks:
-            label = QLabel(f"{STATE_MARKS[check.state]} {check.line}")
+        self.preflight = preflight
+        for check in self.checks:
+            key, line = check.id.value, line_of(check)
+            label = QLabel(f"{STATE_MARKS[check.status]} {line}")
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            label.setStyleSheet(f"color: {STATE_COLORS[check.state]};")
+            label.setStyleSheet(f"color: {STATE_COLORS[check.status]};")
             label.setAccessibleName(f"{check.title} check")
-            label.setAccessibleDescription(check.line)
+            label.setAccessibleDescription(line)
             self._layout.addWidget(label)
-            self.labels[check.key] = label
-            if check.state is CheckState.UNKNOWN:
+            self.labels[key] = label
+            if check.status is Status.UNKNOWN and check.detail not in NOT_CHECKED:
                 box = QCheckBox(f"Go past the {check.title.lower()} check: I know it is "
                                 "fine (the reason it could not be read is above)")
                 box.setAccessibleName(f"Go past the {check.title.lower()} check")
                 box.setAccessibleDescription(check.detail)
-                box.setChecked(check.key in self.accepted)
-                box.toggled.connect(lambda on, key=check.key: self._toggle(key, on))
+                box.setChecked(key in self.accepted)
+                box.toggled.connect(lambda on, key=key: self._toggle(key, on))
                 self._layout.addWidget(box)
-                self.overrides[check.key] = box
+                self.overrides[key] = box
         self._show_summary()
 
     def _toggle(self, key: str, on: bool) -> None:
@@ -83,24 +99,24 @@ class PreflightList(QWidget):
         self.accepted_changed.emit()
 
     def blocking(self) -> Check | None:
-        return first_blocking(self.checks, self.accepted)
+        return gate(self.preflight, self.accepted) if self.preflight is not None else None
 
     def ready(self) -> bool:
-        return bool(self.checks) and self.blocking() is None
+        return self.preflight is not None and self.blocking() is None
 
     def _show_summary(self) -> None:
-        if not self.checks:
+        if self.preflight is None:
             return
         blocking = self.blocking()
         if blocking is None:
             self.summary.setText(f"All checks pass: the {self.noun} can be started.")
-            self.summary.setStyleSheet(f"color: {STATE_COLORS[CheckState.PASS]};")
+            self.summary.setStyleSheet(f"color: {STATE_COLORS[Status.PASS]};")
         else:
-            verb = "fails" if blocking.state is CheckState.FAIL else "could not be read"
+            verb = "fails" if blocking.status is Status.FAIL else "could not be read"
             self.summary.setText(f"Not ready: the {blocking.title.lower()} check {verb}. "
                                  "Fix it below, then press Check again.")
-            self.summary.setStyleSheet(f"color: {STATE_COLORS[blocking.state]};")
+            self.summary.setStyleSheet(f"color: {STATE_COLORS[blocking.status]};")
         self.summary.setAccessibleDescription(self.summary.text())
 
 
-__all__ = ["PreflightList"]
+__all__ = ["PreflightList", "line_of"]

@@ -7,8 +7,6 @@ alone creates nothing.
 
 from __future__ import annotations
 
-import json
-
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
@@ -21,11 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from captioner.cloud.account import PERMISSION_POLICY_NAME
 from captioner.ui.endpoints.service import RoleProposal
 
 
-def _policy_view(name: str, document: dict) -> QPlainTextEdit:
-    view = QPlainTextEdit(json.dumps(document, indent=2))
+def _policy_view(name: str, document: str) -> QPlainTextEdit:
+    view = QPlainTextEdit(document)
     view.setReadOnly(True)
     view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
     view.setAccessibleName(name)
@@ -34,8 +33,8 @@ def _policy_view(name: str, document: dict) -> QPlainTextEdit:
 
 
 class RoleDialog(QDialog):
-    def __init__(self, proposal: RoleProposal, account: str, noun: str,
-                 parent: QWidget | None = None) -> None:
+    def __init__(self, proposal: RoleProposal, noun: str, parent: QWidget | None = None
+                 ) -> None:
         super().__init__(parent)
         self.proposal = proposal
         self.setWindowTitle(f"Create the execution role {proposal.name}?")
@@ -43,15 +42,15 @@ class RoleDialog(QDialog):
         self.setWindowModality(Qt.WindowModality.WindowModal)
         intro = QLabel(
             f"Captioner will create the IAM role <b>{proposal.name}</b> in account "
-            f"{account or '(unknown)'} for the {noun}. SageMaker assumes it to pull the "
+            f"{proposal.account} for the {noun}. SageMaker assumes it to pull the "
             "image and the model and to write the endpoint's logs — nothing else.")
         intro.setWordWrap(True)
-        self.trust_view = _policy_view("Trust policy", proposal.trust_policy)
-        self.permission_view = _policy_view(f"Permission policy {proposal.policy_name}",
-                                            proposal.permission_policy)
+        self.trust_view = _policy_view("Trust policy", proposal.policies.trust_json())
+        self.permission_view = _policy_view(f"Permission policy {PERMISSION_POLICY_NAME}",
+                                            proposal.policies.permissions_json())
         trust_label = QLabel("&Trust policy (who may assume it):")
         trust_label.setBuddy(self.trust_view)
-        permission_label = QLabel(f"&Permission policy “{proposal.policy_name}”:")
+        permission_label = QLabel(f"&Permission policy “{PERMISSION_POLICY_NAME}”:")
         permission_label.setBuddy(self.permission_view)
         buttons = QDialogButtonBox()
         self.create_button: QPushButton = buttons.addButton(

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from captioner.cloud.deploy_plan import Kind, lifetime_text
 from captioner.cloud.manager import EndpointManager, PreparedDeploy
+from captioner.cloud.preflight import Preflight
 from captioner.settings import Settings
 from captioner.ui.endpoints.runner import Runner
-from captioner.ui.endpoints.service import Check, CheckState, SetupService, first_blocking
+from captioner.ui.endpoints.service import SetupService, crashed, gate
 from captioner.ui.endpoints.status_row import KIND_NOUNS
 
 log = logging.getLogger(__name__)
@@ -81,14 +82,14 @@ class StartFlow:
 class GuardedStart:
     """Preflight, then the cost confirmation — or, when a check blocks, the set-up.
 
-    ``on_checks(kind, checks, blocked)`` sees every preflight result (the page shows
+    ``on_checks(kind, preflight, blocked)`` sees every preflight report (the page shows
     the list; the tray opens the set-up when ``blocked``). Used by the page's Start
     and by the tray's one-click Start, so both refuse the same way.
     """
 
     def __init__(self, flow: StartFlow, runner: Runner, service: SetupService,
                  settings: Callable[[], Settings],
-                 on_checks: Callable[[Kind, list[Check], bool], None]) -> None:
+                 on_checks: Callable[[Kind, Preflight, bool], None]) -> None:
         self.flow = flow
         self.runner = runner
         self.service = service
@@ -98,21 +99,20 @@ class GuardedStart:
     def request(self, kind: Kind) -> None:
         self.runner.spawn(self._go(kind))
 
-    async def check(self, kind: Kind) -> list[Check]:
+    async def check(self, kind: Kind) -> Preflight:
         """The preflight of the saved plan (never raises: a crash is a FAIL line)."""
         try:
             return await self.runner.run(self.service.preflight,
                                          copy.deepcopy(self.settings()), kind)
         except Exception as exc:  # a bug in a check must still be seen, not swallowed
             log.exception("! preflight of %s failed", kind)
-            return [Check("credentials", "Preflight", CheckState.FAIL,
-                          f"the checks could not run: {exc}", "See the log for details.")]
+            return crashed(kind, self.settings().aws.region, str(exc))
 
     async def _go(self, kind: Kind) -> None:
-        checks = await self.check(kind)
+        preflight = await self.check(kind)
         accepted = getattr(self.settings().cloud, kind).accepted_unknown
-        blocked = first_blocking(checks, accepted) is not None
-        self.on_checks(kind, checks, blocked)
+        blocked = gate(preflight, accepted) is not None
+        self.on_checks(kind, preflight, blocked)
         if not blocked:
             self.flow.request(kind)
 
