@@ -31,10 +31,12 @@ def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return moto_url
 
 
-def make_manager(store) -> EndpointManager:
+def make_manager(store, service: AccountSetupService) -> EndpointManager:
+    """As the app wires it, polling faster: its deploy gate is the same preflight."""
     return EndpointManager(lambda: control_from_settings(store.settings),
                            lambda kind: getattr(store.settings.cloud, kind),
-                           poll_interval=0.05, monitor_interval=3600, tick_interval=None)
+                           poll_interval=0.05, monitor_interval=3600, tick_interval=None,
+                           preflight=lambda kind: service.preflight(store.settings, kind))
 
 
 def tick(pool, itype: str, on: bool) -> None:
@@ -57,10 +59,10 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
     scheduler = boto3.client("scheduler", region_name="us-east-1", endpoint_url=aws)
 
     async def scenario() -> None:
-        manager = make_manager(store)
+        service = AccountSetupService(clients)
+        manager = make_manager(store, service)
         runner = Runner()
-        page = EndpointsPage(manager, store, AccountSetupService(clients), keys=NoKeys(),
-                             runner=runner)
+        page = EndpointsPage(manager, store, service, keys=NoKeys(), runner=runner)
         qtbot.addWidget(page)
         page.resize(900, 1400)
         page.load(store.settings)
@@ -199,7 +201,8 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
     assert saved.cloud.stt.role_arn.endswith(":role/captioner-endpoint-stt")
     assert saved.cloud.stt.instance_types == [CHEAP]
     assert saved.cloud.stt.accepted_unknown == ["quota"]
-    assert clients.simulations == 2  # iam:PassRole was asked at the check and at Start
+    # iam:PassRole was asked at the check, at Start, and by the manager's own deploy gate
+    assert clients.simulations == 3
 
 
 REPO_NAME = "captioner-stt"

@@ -36,8 +36,9 @@ def tray_app_settings(qapp, request):
 
 
 def make_app(store, tone_wav, clients: TestClients) -> CaptionerApp:
-    return CaptionerApp(store, tray_available=False, endpoints=make_manager(store),
-                        endpoint_setup=AccountSetupService(clients),
+    service = AccountSetupService(clients)
+    return CaptionerApp(store, tray_available=False, endpoints=make_manager(store, service),
+                        endpoint_setup=service,
                         source_factory=lambda a: FileSource(tone_wav, chunk_bytes=2048,
                                                             realtime=True))
 
