@@ -1,4 +1,14 @@
+import json
 import logging
+import logging.handlers
+import re
+import secrets
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
+
+import boto3
+import pytest
 
 from captioner import logs
 
@@ -25,3 +35,135 @@ def test_file_log_redacts_secrets_from_any_logger(tmp_path, monkeypatch):
                 root.removeHandler(handler)
                 handler.close()
         root._captioner_configured = saved[1]
+
+
+# --- third-party debug logs: botocore with -v against a local moto server -----------------
+
+
+@pytest.fixture
+def debug_log(tmp_path, monkeypatch):
+    """setup_logging(2) into a fresh folder; yields a function returning the file's text."""
+    folder = tmp_path / "logs" / "Captioner"
+    monkeypatch.setenv("CAPTIONER_LOG_DIR", str(folder))
+    root = logging.getLogger()
+    saved = root.handlers[:], getattr(root, "_captioner_configured", False), root.level
+    root._captioner_configured = False
+    path = logs.setup_logging(2)
+
+    def text() -> str:
+        for handler in root.handlers:
+            handler.flush()
+        return path.read_text(encoding="utf-8")
+
+    try:
+        yield path, text
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in saved[0]:
+                root.removeHandler(handler)
+                handler.close()
+        root._captioner_configured = saved[1]
+        root.setLevel(saved[2])
+
+
+class FakeSso(BaseHTTPRequestHandler):
+    """AWS IAM Identity Center's portal and OIDC token answers (moto has neither)."""
+
+    answers: ClassVar[dict[str, dict]] = {}
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps(self.answers["token" if self.path.startswith("/token")
+                                        else "role"]).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def fresh() -> str:
+    """A secret no test registered with the redactor: only the patterns can catch it."""
+    return "S3cr3t" + secrets.token_hex(16)
+
+
+def test_botocore_debug_lines_carry_no_credentials(debug_log, moto_url) -> None:
+    _path, text = debug_log
+    session_token, hf_token, api_key = fresh(), "hf_" + secrets.token_hex(12), fresh()
+    session = boto3.Session(aws_access_key_id="AKIAIOSFODNN7EXAMPLE",
+                            aws_secret_access_key=fresh(), aws_session_token=session_token,
+                            region_name="us-east-1")
+    sts = session.client("sts", endpoint_url=moto_url)
+    assumed = sts.assume_role(RoleArn="arn:aws:iam::123456789012:role/captioner",
+                              RoleSessionName="captioner")["Credentials"]
+    sagemaker = session.client("sagemaker", endpoint_url=moto_url)
+    sagemaker.create_model(  # `captioner endpoint deploy --env HF_TOKEN=… --env …`
+        ModelName="captioner-stt", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+        PrimaryContainer={"Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/stt:1",
+                          "Environment": {"HF_TOKEN": hf_token, "SM_VLLM_API_KEY": api_key,
+                                          "SM_VLLM_MAX_MODEL_LEN": "30000"}})
+    log = text()
+    assert "X-Amz-Security-Token" in log and "Signature=***" in log  # botocore did log
+    assert "SM_VLLM_MAX_MODEL_LEN" in log and "30000" in log  # plain values stay
+    for secret in (session_token, hf_token, api_key, assumed["SecretAccessKey"],
+                   assumed["SessionToken"]):
+        assert secret not in log
+    assert not re.search(r"Signature=[0-9a-f]{16}", log)
+
+
+def test_sso_tokens_in_debug_lines_are_redacted(debug_log, aws_env) -> None:
+    _path, text = debug_log
+    access, refresh, client_secret = fresh(), fresh(), fresh()
+    role_secret, role_token = fresh(), fresh()
+    FakeSso.answers = {
+        "token": {"accessToken": access, "refreshToken": refresh, "tokenType": "Bearer",
+                  "expiresIn": 28800},
+        "role": {"roleCredentials": {"accessKeyId": "ASIAIOSFODNN7EXAMPLE",
+                                     "secretAccessKey": role_secret, "sessionToken": role_token,
+                                     "expiration": 1796140000000}}}
+    server = HTTPServer(("127.0.0.1", 0), FakeSso)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        oidc = boto3.client("sso-oidc", endpoint_url=url, region_name="us-east-1")
+        token = oidc.create_token(clientId="c", clientSecret=client_secret,
+                                  grantType="refresh_token", refreshToken=refresh)
+        sso = boto3.client("sso", endpoint_url=url, region_name="us-east-1")
+        role = sso.get_role_credentials(roleName="r", accountId="123456789012",
+                                        accessToken=token["accessToken"])
+    finally:
+        server.shutdown()
+        thread.join(10)
+    assert role["roleCredentials"]["sessionToken"] == role_token  # the SDK got them
+    log = text()
+    assert "accessToken" in log and "x-amz-sso_bearer_token" in log  # botocore did log
+    for secret in (access, refresh, client_secret, role_secret, role_token):
+        assert secret not in log
+
+
+def test_log_files_and_their_folder_are_private(debug_log) -> None:
+    path, text = debug_log
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    handler = next(h for h in logging.getLogger().handlers
+                   if isinstance(h, logging.handlers.RotatingFileHandler))
+    handler.doRollover()
+    logging.getLogger("captioner.test").info("= after the rollover")
+    assert "after the rollover" in text()
+    for file in path.parent.glob("captioner.log*"):
+        assert file.stat().st_mode & 0o777 == 0o600, file.name
+    assert len(list(path.parent.glob("captioner.log*"))) == 2
+
+
+def test_patterns_keep_what_is_not_a_secret() -> None:
+    line = ("usage prompt_tokens=12 total_tokens: 40; refused a handshake without the "
+            "server's token; SignedHeaders=host;x-amz-security-token")
+    assert logs.redact_patterns(line) == line
+    assert logs.redact_patterns("GET /v1/realtime?token=abcDEF123 HTTP/1.1") == \
+        "GET /v1/realtime?token=*** HTTP/1.1"
