@@ -63,7 +63,7 @@ class RecognitionSettings:
     whisper_model_dir: str | None = None  # None = the bundled tiny.en
     whisper_threads: int = ranged(2, 1, 64)
     rotate_after_seconds: float = ranged(45 * 60.0, 60.0, 24 * 3600.0)
-    stall_seconds: float = ranged(15.0, 1.0, 600.0)
+    stall_seconds: float = ranged(4.0, 1.0, 600.0)  # sound without text: restart
     outage_buffer_seconds: float = ranged(60.0, 0.0, 600.0)
 
 

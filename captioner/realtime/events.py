@@ -1,4 +1,4 @@
-"""Typed events of the vLLM Realtime protocol (DESIGN §3) and their JSON encoding.
+"""Typed events of the vLLM Realtime protocol (docs/realtime-protocol.md) and their JSON.
 
 Decoding never raises anything but :class:`ProtocolError`, whatever the input,
 so a session can log and count a bad frame and carry on.
@@ -13,15 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from captioner.jsonevents import MISSING, dump_event, load_event, read_field
-
-
-class ProtocolError(ValueError):
-    """A frame that is not a valid event. ``code`` matches the server's error codes."""
-
-    def __init__(self, message: str, code: str = "invalid_event"):
-        super().__init__(message)
-        self.code = code
-
+from captioner.realtime.errors import ProtocolError
 
 ERROR_CODES = (
     "invalid_json",

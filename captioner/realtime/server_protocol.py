@@ -1,7 +1,7 @@
 """Server side of one /v1/realtime connection, as plain state (sans-I/O).
 
 The I/O layer (captioner.engine.server) feeds it frames and transcriber output
-and carries out the actions it returns. The rules are DESIGN §3, exactly:
+and carries out the actions it returns. The rules are those of docs/realtime-protocol.md:
 
 - ``session.created`` on accept; text frames only;
 - appends are queued even before the first commit;
@@ -118,6 +118,7 @@ class ServerConnection:
         self._text: list[str] = []
         self._audio_bytes = 0
         self.protocol_errors = 0
+        self.final_without_request = 0  # a client bug: nothing was generating
 
     def accept(self) -> list[Action]:
         return [Send(SessionCreated(id=self.session_id, created=self.created))]
@@ -200,6 +201,9 @@ class ServerConnection:
         if self.model is None:
             return self._error("commit before a valid session.update", "model_not_validated")
         actions: list[Action] = []
+        if event.final and self.state is RequestState.IDLE:
+            self.final_without_request += 1
+            log.warning("! final commit with no generation running")
         if self.state is RequestState.IDLE:
             actions.append(StartRequest())
             self._set_state(RequestState.GENERATING)

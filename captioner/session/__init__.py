@@ -2,15 +2,16 @@
 
 from captioner.session.caption_session import (
     CaptionSession,
-    SessionFailed,
     SessionOptions,
     SessionState,
     SessionStats,
     SessionStatus,
 )
+from captioner.session.errors import SessionError, SessionFailed
 
 __all__ = [
     "CaptionSession",
+    "SessionError",
     "SessionFailed",
     "SessionOptions",
     "SessionState",

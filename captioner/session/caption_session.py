@@ -1,11 +1,15 @@
 """A caption session: audio in, Realtime events over any transport, caption lines out.
 
-Transport-agnostic, so the embedded engine, a WebSocket and SageMaker all get:
-- reconnection with capped, jittered backoff, replaying the audio captured
-  during the outage (bounded; beyond it a visible gap line);
-- a stall watchdog (speech flowing, no text for N s → restart the request);
-- rotation before the server's context limit, cut at a pause, with no word lost
-  or repeated at the seam (``SeamMerger`` removes the words a replay repeats).
+The asyncio driver around :class:`~captioner.realtime.client_protocol.ClientConnection`
+(what may be sent when, what the server's frames mean) and
+:mod:`captioner.session.policy` (when to retry, rotate, call a stall, where to resume).
+It only moves data: audio from the capture into the audio log and out to the
+transport, frames from the transport into the protocol, events into captions.
+
+Each connection ends with one :data:`Outcome`, set once by whichever side saw it
+first (the sender: end of audio, a stall; the receiver: an error, impossible text,
+the stream closing; either: a broken transport). Transport-agnostic, so the
+embedded engine, a WebSocket and SageMaker all get the same recovery.
 """
 
 from __future__ import annotations
@@ -15,31 +19,36 @@ import contextlib
 import enum
 import logging
 import random
+import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from captioner.realtime.captions import CaptionModel, CaptionUpdate
+from captioner.realtime.client_protocol import (
+    BadFrame,
+    ClientConnection,
+    ReceivedEvent,
+    Refused,
+    RejectedText,
+    RequestFailed,
+    StreamEnded,
+)
 from captioner.realtime.events import (
-    AudioAppend,
-    AudioCommit,
-    ProtocolError,
     ServerError,
     SessionCreated,
-    SessionUpdate,
     TranscriptionDelta,
     TranscriptionDone,
-    decode_server_event,
-    encode,
 )
-from captioner.session.audio_log import BYTES_PER_SECOND, AudioLog, seconds
-from captioner.session.seam import SeamMerger
-from captioner.transport.base import ConnectionLost, Connector, Transport, TransportError
+from captioner.session import policy
+from captioner.session.audio_log import AudioLog, seconds, to_bytes
+from captioner.session.errors import SessionFailed
+from captioner.session.seam import Seam, WordTimeline
+from captioner.transport.base import Connector, Transport, TransportError
 
 log = logging.getLogger(__name__)
 
-SPEECH_RMS = 0.01  # ≈ -40 dBFS: above it a chunk counts as sound for the stall watchdog
-PAUSE_RMS = 0.006
-FATAL_SERVER_CODES = {"model_not_found", "model_not_validated", "invalid_event", "unknown_event"}
+FATAL_SERVER_CODES = frozenset({"invalid_event", "unknown_event"})  # we speak another dialect
+SEAM_HOLD_SECONDS = 2.0  # past the replayed audio, show what the seam still holds
 
 
 class SessionState(enum.Enum):
@@ -69,22 +78,24 @@ class SessionOptions:
     model: str
     chunk_bytes: int = 4096
     rotate_after_seconds: float = 45 * 60.0
-    rotate_grace_seconds: float = 60.0  # after that, rotate even without a pause
+    rotate_grace_seconds: float = 60.0  # once due, wait this long for a pause
     pause_seconds: float = 0.3  # quiet this long = a safe place to cut
-    stall_seconds: float = 15.0
+    stall_seconds: float = policy.STALL_SPEECH_SECONDS
     outage_buffer_seconds: float = 60.0
-    overlap_seconds: float = 3.0  # replayed before a resume point so no word in flight is lost
-    backoff_initial: float = 0.5
-    backoff_max: float = 30.0
+    backoff_initial: float = policy.BACKOFF_INITIAL_SECONDS
+    backoff_max: float = policy.BACKOFF_MAX_SECONDS
     done_timeout: float = 10.0
-    fail_fast: bool = False  # the first connection failing raises instead of retrying
+    fail_fast: bool = False  # first connection: fail unless the endpoint is just starting
+    max_model_len: int | None = None  # the server's context in tokens, when known
 
 
 @dataclass
 class SessionStats:
     audio_seconds: float = 0.0
     protocol_errors: int = 0
+    rejected_texts: int = 0
     server_errors: int = 0
+    context_limits: int = 0
     reconnects: int = 0
     rotations: int = 0
     stalls: int = 0
@@ -97,19 +108,28 @@ class SessionStats:
                          for k, v in vars(self).items())
 
 
-class SessionFailed(Exception):
-    """The session cannot go on (bad credentials, unknown model, refused endpoint)."""
+# --- how one connection ended -------------------------------------------------------
 
 
-class _Restart(Exception):
-    """Internal: end this request and resume from the audio log."""
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """All audio was transcribed and the last request closed."""
 
 
-@dataclass
-class _Request:
-    start: int  # audio offset where this request's audio begins
-    seam: SeamMerger | None = None
-    done: asyncio.Event = field(default_factory=asyncio.Event)
+@dataclass(frozen=True, slots=True)
+class Restart:
+    """Start the request again on a fresh connection, from a resume point."""
+
+    reason: str
+    stall: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: SessionFailed
+
+
+Outcome = Finished | Restart | Failed
 
 
 class CaptionSession:
@@ -123,6 +143,7 @@ class CaptionSession:
         on_status: Callable[[SessionStatus], None] | None = None,
         sleep: Callable[[float], object] = asyncio.sleep,
         jitter: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.connector = connector
         self.options = options
@@ -131,26 +152,34 @@ class CaptionSession:
         self.on_status = on_status
         self._sleep = sleep
         self._jitter = jitter
+        self._clock = clock
         self.stats = SessionStats()
         self.status = SessionStatus(SessionState.CONNECTING)
-        keep = options.outage_buffer_seconds + options.overlap_seconds
-        self.audio = AudioLog(keep)
+        self.audio = AudioLog(options.outage_buffer_seconds)
+        self.timeline = WordTimeline()
+        self.rotation = policy.RotationPolicy(options.rotate_after_seconds,
+                                              options.rotate_grace_seconds)
+        if options.max_model_len:
+            self.rotation.learn_context(options.max_model_len, 0.0)
+        self.stall = policy.StallWatch(options.stall_seconds, options.stall_seconds)
         self._audio_changed = asyncio.Event()
         self._audio_ended = False
-        self._sent = 0
-        self._request: _Request | None = None
-        self._words: list[tuple[str, int]] = []  # recent words shown, with arrival offset
-        self._last_text_at = 0  # audio offset when the last non-empty delta arrived
-        self._sound_since_text = 0  # bytes of audio above SPEECH_RMS since then
-        self._rotate_due_at = int(options.rotate_after_seconds * BYTES_PER_SECOND)
-        self._fresh_from = 0  # replayed audio before this offset was sent once already
-        self._quiet = 0  # bytes of quiet audio just sent: a pause ends the caption line
         self._stop = asyncio.Event()
+        # per request
+        self._sent = 0  # byte offset of the next audio to send
+        self._fresh_from = 0  # audio before this was sent once already (a replay)
+        self._request_start = 0.0  # seconds
+        self._seam: Seam | None = None
+        self._seam_until = 0.0
+        self._quiet_since: float | None = None  # start of the pause the sent audio is in
+        self._request_done = asyncio.Event()
+        self._outcome: asyncio.Future[Outcome] | None = None
 
     # --- public -----------------------------------------------------------
 
     async def run(self, audio: AsyncIterator[bytes]) -> CaptionModel:
-        """Caption ``audio`` until it ends or :meth:`stop`; returns the captions."""
+        """Caption ``audio`` until it ends or :meth:`stop`; returns the captions.
+        Raises :class:`SessionFailed` when the session cannot go on."""
         pump = asyncio.create_task(self._pump(audio))
         try:
             await self._connection_loop()
@@ -176,248 +205,292 @@ class CaptionSession:
                 if self._stop.is_set():
                     break
                 self.audio.append(chunk)
-                self.stats.audio_seconds = seconds(self.audio.end)
+                self.stats.audio_seconds = self.audio.end_seconds
                 self._audio_changed.set()
         finally:
             self._audio_ended = True
             self._audio_changed.set()
 
-    # --- connection side --------------------------------------------------
+    # --- connections --------------------------------------------------------
 
     async def _connection_loop(self) -> None:
         attempt = 0
-        resume: int | None = None  # None: first connection
+        resume = False  # False: start where sending stopped
+        ever_connected = False
+        first_try = self._clock()
         while True:
-            self._set_status(SessionState.CONNECTING if resume is None and attempt == 0
-                             else SessionState.RECONNECTING)
             try:
                 transport = await self.connector()
             except TransportError as exc:
-                if not exc.retryable or (self.options.fail_fast and resume is None):
-                    self._set_status(SessionState.FAILED, str(exc))
-                    raise SessionFailed(str(exc)) from exc
                 if self._stop.is_set():
                     self._set_status(SessionState.STOPPED, f"stopped while offline: {exc}")
                     return
-                attempt += 1
-                await self._backoff(attempt, str(exc))
-                continue
-            try:
-                finished = await self._serve(transport, resume)
-            except SessionFailed as exc:
-                self._set_status(SessionState.FAILED, str(exc))
-                raise
-            except _Restart as exc:
-                finished = False
-                log.warning("! restarting the request: %s", exc)
-                self._set_status(SessionState.RECONNECTING, str(exc))
-            except TransportError as exc:
-                finished = False
-                if not exc.retryable:
+                waited = self._clock() - first_try
+                if not policy.retry_connect(exc, ever_connected=ever_connected, waited=waited,
+                                            fail_fast=self.options.fail_fast):
                     self._set_status(SessionState.FAILED, str(exc))
                     raise SessionFailed(str(exc)) from exc
-                log.warning("! connection lost: %s", exc)
-                self._set_status(SessionState.RECONNECTING, str(exc))
+                attempt += 1
+                await self._backoff(attempt, str(exc), ever_connected)
+                continue
+            ever_connected, attempt = True, 0
+            try:
+                plan = self._resume_plan() if resume else None  # the outage is over now
+                outcome = await self._serve(transport, plan)
             finally:
                 await transport.close()
-            if finished:
+            if isinstance(outcome, Finished):
                 self._set_status(SessionState.STOPPED)
                 return
+            if isinstance(outcome, Failed):
+                self._set_status(SessionState.FAILED, str(outcome.error))
+                raise outcome.error
+            log.warning("! restarting the request: %s", outcome.reason)
             self.stats.reconnects += 1
-            resume = self._resume_point()
-            attempt = 1
-            await self._backoff(attempt, self.status.detail, first_delay=0.0)
+            self._note_restart(outcome)
+            resume = True
+            self._set_status(SessionState.RECONNECTING, outcome.reason)
 
-    async def _backoff(self, attempt: int, reason: str, first_delay: float | None = None) -> None:
-        if first_delay is not None:
-            delay = first_delay
-        else:
-            growth = 2 ** min(attempt - 1, 20)
-            cap = min(self.options.backoff_max, self.options.backoff_initial * growth)
-            delay = cap * (0.5 + 0.5 * self._jitter())
-        self._set_status(SessionState.RECONNECTING, reason, retry_in=delay)
-        if delay > 0:
-            await self._sleep(delay)
+    async def _backoff(self, attempt: int, reason: str, ever_connected: bool) -> None:
+        delay = policy.backoff_delay(attempt, initial=self.options.backoff_initial,
+                                     cap=self.options.backoff_max, jitter=self._jitter())
+        state = SessionState.RECONNECTING if ever_connected else SessionState.CONNECTING
+        self._set_status(state, reason, retry_in=delay)
+        await self._sleep(delay)
 
-    async def _serve(self, transport: Transport, resume: int | None) -> bool:
-        """One connection: returns True after a clean final, raises to reconnect."""
-        await transport.send_text(encode(SessionUpdate(model=self.options.model)))
-        if resume is not None:
-            self._begin_request(resume, replay=True)
-        else:
-            self._begin_request(self._sent, replay=False)
-        await transport.send_text(encode(AudioCommit()))
-        receiver = asyncio.create_task(self._receive(transport))
-        sender = asyncio.create_task(self._send(transport))
+    def _note_restart(self, outcome: Restart) -> None:
+        if outcome.stall:
+            self.stats.stalls += 1
+            heard = self.timeline.last_arrival
+            stopped_at = heard - self._request_start if heard is not None else 0.0
+            self.rotation.learn_stall(max(0.0, stopped_at))
+            self.stall.restarted()
+
+    def _resume_plan(self) -> policy.ResumePlan:
+        sent = seconds(self._sent)
+        plan = policy.resume_plan(self.audio, self.timeline, sent=sent)
+        log.info("= resume at %.2f s (sent %.2f s); %d to %d shown words repeat, likely %d",
+                 plan.position, sent, plan.repeated.low, len(plan.repeated.words),
+                 plan.repeated.estimate)
+        return plan
+
+    async def _serve(self, transport: Transport, plan: policy.ResumePlan | None) -> Outcome:
+        """One connection, until its outcome."""
+        conn = ClientConnection()
+        self._outcome = asyncio.get_running_loop().create_future()
+        conn.send_session_update(self.options.model)
+        self._begin_request(conn, plan)
+        await self._flush(transport, conn)
+        receiver = asyncio.create_task(self._receive(transport, conn))
+        sender = asyncio.create_task(self._send(transport, conn))
         try:
-            done, _ = await asyncio.wait({receiver, sender}, return_when=asyncio.FIRST_COMPLETED)
-            if receiver in done and not sender.done():
-                receiver.result()  # raises the reason the receiver stopped
-                raise ConnectionLost("the server closed the stream")
-            return sender.result()
+            await asyncio.wait({receiver, sender, self._outcome},
+                               return_when=asyncio.FIRST_COMPLETED)
+            for task in (receiver, sender):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    self._fault(task.exception())
+            return await self._outcome
         finally:
             for task in (receiver, sender):
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
+                with contextlib.suppress(asyncio.CancelledError, TransportError):
                     await task
 
-    def _begin_request(self, start: int, *, replay: bool) -> None:
-        seam = None
-        if replay:
-            if start < self.audio.base:  # the outage outlasted the buffer
-                lost_from = max(start, self._sent)
-                if self.audio.base > lost_from:
-                    self.stats.gap_seconds += seconds(self.audio.base - lost_from)
-                    self._emit(self.captions.gap(seconds(lost_from), seconds(self.audio.base)))
-                start = self.audio.base
-            if start < self._sent:
-                seam = SeamMerger([w for w, at in self._words if at >= start - 2 * 6400])
+    def _conclude(self, outcome: Outcome) -> None:
+        if self._outcome is not None and not self._outcome.done():
+            self._outcome.set_result(outcome)
+
+    def _fault(self, exc: BaseException | None) -> None:
+        """A task ended with an exception: a broken transport restarts, the rest is a bug."""
+        if isinstance(exc, TransportError):
+            if exc.retryable:
+                self._conclude(Restart(str(exc)))
+            else:
+                error = SessionFailed(str(exc))
+                error.__cause__ = exc
+                self._conclude(Failed(error))
+        elif exc is not None and self._outcome is not None and not self._outcome.done():
+            self._outcome.set_exception(exc)
+
+    @staticmethod
+    async def _flush(transport: Transport, conn: ClientConnection) -> None:
+        for frame in conn.data_to_send():
+            await transport.send_text(frame)
+
+    def _begin_request(self, conn: ClientConnection, plan: policy.ResumePlan | None) -> None:
+        """Start a request at ``plan``'s resume point, or where sending stopped."""
+        self._seam = None
+        if plan is not None:
+            if plan.lost is not None:
+                start, end = plan.lost
+                self.stats.gap_seconds += end - start
+                self._emit(self.captions.gap(start, end))
+            self._fresh_from = max(self._fresh_from, self._sent)
+            self._sent = to_bytes(plan.position)
+            if plan.repeated.words:
+                self._seam = Seam(plan.repeated)
+                self._seam_until = seconds(self._fresh_from) + SEAM_HOLD_SECONDS
             self.captions.new_request()
-        fresh_audio_from = max(start, self._sent)  # a replay's overlap doesn't count
-        self._fresh_from = fresh_audio_from
-        self._sent = start
-        self._request = _Request(start=start, seam=seam)
-        self._rotate_due_at = fresh_audio_from + int(
-            self.options.rotate_after_seconds * BYTES_PER_SECOND
-        )
-        self._last_text_at = start
-        self._sound_since_text = 0
+        self._request_start = seconds(self._sent)
+        self._quiet_since = None
+        self._request_done = asyncio.Event()
+        conn.send_commit()
 
-    def _resume_point(self) -> int:
-        """Where the next request starts: before any audio whose words may be in flight."""
-        overlap = int(self.options.overlap_seconds * BYTES_PER_SECOND)
-        target = max(0, min(self._sent - overlap, self._last_text_at - overlap // 2))
-        floor = self._request.start if self._request else 0
-        target = max(target, floor)
-        window = 10 * 640  # cut at the quietest 20 ms in the 200 ms before the target
-        return self.audio.quietest(max(floor, target - window), target + 640)
+    # --- sending -------------------------------------------------------------
 
-    async def _send(self, transport: Transport) -> bool:
-        opts = self.options
-        while True:
+    async def _send(self, transport: Transport, conn: ClientConnection) -> None:
+        assert self._outcome is not None
+        while not self._outcome.done():
             if self._sent < self.audio.end:
-                chunk = self.audio.read(self._sent, opts.chunk_bytes)
-                await transport.send_text(encode(AudioAppend(chunk)))
-                self._after_send(chunk)
-                if self._sent >= self._rotate_due_at and self._safe_to_cut():
-                    await self._rotate(transport)
+                chunk = self.audio.read(self._sent, self.options.chunk_bytes)
+                conn.send_audio(chunk)
+                await self._flush(transport, conn)
+                start = self._sent
+                self._sent += len(chunk)
+                if self._after_send(start):
+                    return
+                at_pause = self._quiet_seconds() >= self.options.pause_seconds
+                age = seconds(self._sent) - self._request_start
+                if self.rotation.decide(age, at_pause) and not await self._rotate(
+                        transport, conn, at_pause):
+                    return
                 continue
             if self._audio_ended:
-                return await self._finish(transport)
+                await self._finish(transport, conn)
+                self._conclude(Finished())
+                return
             self._audio_changed.clear()
             await self._audio_changed.wait()
 
-    def _after_send(self, chunk: bytes) -> None:
-        start = self._sent
-        self._sent += len(chunk)
-        level = self.audio.rms(start, self._sent)
-        self._quiet = self._quiet + len(chunk) if level < PAUSE_RMS else 0
-        if start >= self._fresh_from and level >= SPEECH_RMS:
-            self._sound_since_text += len(chunk)
-        if seconds(self._sound_since_text) >= self.options.stall_seconds:
-            self.stats.stalls += 1
-            raise _Restart(f"no text for {self.options.stall_seconds:.0f} s of sound")
-        self._emit(self.captions.tick(seconds(self._sent), seconds(self._quiet)))
-        request = self._request
-        held_too_long = int((self.options.overlap_seconds + 3) * BYTES_PER_SECOND)
-        if request and request.seam and not request.seam.done and (
-            self._sent - request.start > held_too_long
-        ):
-            self._show(request.seam.release())
-
-    def _safe_to_cut(self) -> bool:
-        grace = int(self.options.rotate_grace_seconds * BYTES_PER_SECOND)
-        if self._sent >= self._rotate_due_at + grace:
-            return True
-        quiet = int(self.options.pause_seconds * BYTES_PER_SECOND)
-        return self.audio.rms(self._sent - quiet, self._sent) < PAUSE_RMS
-
-    async def _rotate(self, transport: Transport) -> None:
-        """Close this request at a pause and start a fresh one, on the same connection."""
-        assert self._request is not None
-        cut = self._sent
-        at_pause = self.audio.rms(cut - int(self.options.pause_seconds * BYTES_PER_SECOND),
-                                  cut) < PAUSE_RMS
-        await transport.send_text(encode(AudioCommit(final=True)))
-        try:
-            await asyncio.wait_for(self._request.done.wait(), self.options.done_timeout)
-        except TimeoutError as exc:
-            raise _Restart("the server did not finish the request for rotation") from exc
-        self.stats.rotations += 1
-        log.info("= rotated the request at %.1f s (%s)", seconds(cut),
-                 "pause" if at_pause else "forced, with overlap")
-        if at_pause:
-            self._begin_request(cut, replay=False)
-            self.captions.new_request()
+    def _after_send(self, start: int) -> bool:
+        """Book-keeping after a chunk went out; True when the request has stalled."""
+        begin, end = seconds(start), seconds(self._sent)
+        sound_ends = self.audio.last_sound(begin, end, policy.PAUSE_RMS)
+        if sound_ends is None:
+            self._quiet_since = begin if self._quiet_since is None else self._quiet_since
         else:
-            self._begin_request(self._resume_point_for_rotation(cut), replay=True)
-        await transport.send_text(encode(AudioCommit()))
+            self._quiet_since = sound_ends if sound_ends < end else None
+        if start >= self._fresh_from and self.stall.audio(end - begin,
+                                                          self.audio.level(begin, end)):
+            self._conclude(Restart(f"no text for {self.stall.limit:.0f} s of sound",
+                                   stall=True))
+            return True
+        self._emit(self.captions.tick(end, self._quiet_seconds()))
+        if self._seam is not None and not self._seam.done and end >= self._seam_until:
+            self._show(self._seam.release())
+        return False
 
-    def _resume_point_for_rotation(self, cut: int) -> int:
-        overlap = int(self.options.overlap_seconds * BYTES_PER_SECOND)
-        target = max(self.audio.base, cut - overlap)
-        return self.audio.quietest(max(self.audio.base, target - 6400), target + 640)
+    def _quiet_seconds(self) -> float:
+        return 0.0 if self._quiet_since is None else seconds(self._sent) - self._quiet_since
 
-    async def _finish(self, transport: Transport) -> bool:
-        self._set_status(SessionState.STOPPING)
-        assert self._request is not None
-        await transport.send_text(encode(AudioCommit(final=True)))
+    async def _rotate(self, transport: Transport, conn: ClientConnection, at_pause: bool) -> bool:
+        """End this request and start a fresh one on the same connection. At a pause the
+        final commit brings back every word before the cut, so the next request starts
+        right there; without one it replays from the last pause, like a restart."""
+        cut = seconds(self._sent)
+        if self._seam is not None:
+            self._show(self._seam.release())
+        conn.send_commit(final=True)
+        await self._flush(transport, conn)
         try:
-            await asyncio.wait_for(self._request.done.wait(), self.options.done_timeout)
+            await asyncio.wait_for(self._request_done.wait(), self.options.done_timeout)
+        except TimeoutError:
+            self._conclude(Restart("the server did not finish the request for rotation"))
+            return False
+        self.stats.rotations += 1
+        log.info("= rotated the request at %.1f s (%s)", cut,
+                 "pause" if at_pause else "forced, with a replay")
+        plan = None
+        if not at_pause:
+            floor = self._request_start + self.rotation.due_after / 2  # always move on
+            plan = policy.resume_plan(self.audio, self.timeline, sent=cut, floor=floor)
+        self._begin_request(conn, plan)
+        if plan is None:
+            self.captions.new_request()
+        await self._flush(transport, conn)
+        return True
+
+    async def _finish(self, transport: Transport, conn: ClientConnection) -> None:
+        self._set_status(SessionState.STOPPING)
+        if not conn.generating:  # nothing runs: a final commit would start an empty request
+            return
+        conn.send_commit(final=True)
+        await self._flush(transport, conn)
+        try:
+            await asyncio.wait_for(self._request_done.wait(), self.options.done_timeout)
         except TimeoutError:
             log.warning("! no transcription.done within %.0f s; stopping anyway",
                         self.options.done_timeout)
-        return True
+            if self._seam is not None:
+                self._show(self._seam.release())
 
-    async def _receive(self, transport: Transport) -> None:
+    # --- receiving -----------------------------------------------------------
+
+    async def _receive(self, transport: Transport, conn: ClientConnection) -> None:
         while True:
             frame = await transport.recv()
             if frame is None:
+                conn.receive_eof()
+            else:
+                conn.receive_text(frame)
+            for event in conn.events_received():
+                self._on_event(event, conn)
+            if frame is None:
                 return
-            try:
-                event = decode_server_event(frame)
-            except ProtocolError as exc:
-                self.stats.protocol_errors += 1
-                log.warning("! bad event from server (%s): %.200r", exc.code, frame)
-                continue
-            self._on_event(event)
 
-    def _on_event(self, event: object) -> None:
-        request = self._request
+    def _on_event(self, event: ReceivedEvent, conn: ClientConnection) -> None:
         if isinstance(event, TranscriptionDelta):
-            if request is None:
-                return
-            text = event.delta
-            if text.strip():  # the server is alive, even if the seam holds this text back
-                self._last_text_at = self._sent
-                self._sound_since_text = 0
-            if request.seam is not None:
-                text = request.seam.feed(text)
-                self.stats.repeated_words_dropped = request.seam.dropped
-            self._show(text)
+            self._on_text(event.delta)
         elif isinstance(event, TranscriptionDone):
-            if request is not None:
-                if request.seam is not None:
-                    self._show(request.seam.release())
-                request.done.set()
+            if self._seam is not None:
+                self._show(self._seam.release())
+            self._request_done.set()
         elif isinstance(event, SessionCreated):
             log.debug("< session.created %s", event.id)
             self._set_status(SessionState.LIVE)
+        elif isinstance(event, RejectedText):
+            self.stats.protocol_errors += 1
+            self.stats.rejected_texts += 1
+            self._conclude(Restart(f"impossible text from the server: {event.reason}"))
+        elif isinstance(event, BadFrame):
+            self.stats.protocol_errors += 1
+        elif isinstance(event, RequestFailed):
+            self.stats.server_errors += 1
+            if event.context_limit:
+                self.stats.context_limits += 1
+                self.rotation.learn_context(event.max_model_len, conn.request_seconds)
+                log.warning("! context limit after %.1f s of audio; rotating after %.1f s now",
+                            conn.request_seconds, self.rotation.due_after)
+            self._conclude(Restart(f"server processing error: {event.message}"))
+        elif isinstance(event, Refused):
+            self.stats.server_errors += 1
+            self._conclude(Failed(SessionFailed(f"the server refused the session: "
+                                                f"{event.message}")))
         elif isinstance(event, ServerError):
             self.stats.server_errors += 1
-            log.warning("! server error %s: %s", event.code, event.error)
             if event.code in FATAL_SERVER_CODES:
-                raise SessionFailed(f"the server refused the session: {event.error}")
-            if event.code == "processing_error":
-                raise _Restart(f"server processing error: {event.error}")
+                self._conclude(Failed(SessionFailed(f"the server refused the session: "
+                                                    f"{event.error}")))
+        elif isinstance(event, StreamEnded):
+            self._conclude(Restart("the server closed the stream"))
+
+    def _on_text(self, text: str) -> None:
+        if text.strip():  # the server is alive, even if the seam holds this text back
+            self.stall.text()
+        if self._seam is not None:
+            text = self._seam.feed(text)
+        self._show(text)
 
     def _show(self, text: str) -> None:
+        """Show ``text`` and place its words in the audio (latency is learned only
+        from live audio: during a replay burst text lags what was sent)."""
+        if self._seam is not None:
+            self.stats.repeated_words_dropped += self._seam.dropped
+            self._seam.dropped = 0
         if not text:
             return
-        if text.strip():
-            for word in text.split():
-                self._words.append((word, self._sent))
-            del self._words[:-64]
+        live = self._sent > self._fresh_from
+        self.timeline.add(text, seconds(self._sent), self._quiet_since if live else None)
         self._emit(self.captions.add_text(text, seconds(self._sent)))
 
     def _emit(self, update: CaptionUpdate) -> None:

@@ -20,6 +20,7 @@ import enum
 import logging
 from dataclasses import dataclass
 
+from captioner.sansio import TableConnection
 from captioner.tts.errors import InvalidState, ProtocolError
 from captioner.tts.events import (
     AudioChunk,
@@ -86,34 +87,17 @@ _TRANSITIONS: dict[tuple[State, str], State] = {
 }
 
 
-class ClientConnection:
+class ClientConnection(TableConnection[State, ReceivedEvent]):
     """One TTS session seen from the client."""
 
     def __init__(self, name: str = "tts") -> None:
-        self.state = State.NEW
-        self.log = logging.getLogger(f"{__name__}.{name}")
-        self._debug = self.log.isEnabledFor(logging.DEBUG)
-        self._outgoing: list[str] = []
-        self._events: list[ReceivedEvent] = []
+        super().__init__(State.NEW, _TRANSITIONS, InvalidState,
+                         logging.getLogger(f"{__name__}.{name}"))
         self._odd = b""  # half of a PCM16 sample split across frames
         self._sentence: int | None = None
         self._sentence_bytes = 0
         self.sample_rate: int | None = None
         self.session_done = False
-
-    # --- state ---------------------------------------------------------------
-
-    def _move(self, what: str) -> bool:
-        """The one place the state changes. Returns False for an ignored receive."""
-        nxt = _TRANSITIONS.get((self.state, what))
-        if nxt is None:
-            if what.startswith("send"):
-                raise InvalidState(f"cannot {what} in state {self.state.value}")
-            return False
-        if nxt is not self.state:
-            self.log.debug("= %s → %s (%s)", self.state.value, nxt.value, what)
-            self.state = nxt
-        return True
 
     # --- sending ---------------------------------------------------------------
 
@@ -146,11 +130,6 @@ class ClientConnection:
         self._move("send close")
         self._queue(SessionClose())
 
-    def data_to_send(self) -> list[str]:
-        """Frames to write, in order, each as one text message. Drains the queue."""
-        out, self._outgoing = self._outgoing, []
-        return out
-
     # --- receiving -------------------------------------------------------------
 
     def receive_text(self, frame: str) -> None:
@@ -175,11 +154,6 @@ class ClientConnection:
         """The peer closed the stream; a :class:`StreamEnded` event follows."""
         if self._move("recv eof"):
             self._events.append(StreamEnded(complete=self.session_done))
-
-    def events_received(self) -> list[ReceivedEvent]:
-        """Events decoded since the last call, in order. Drains the list."""
-        out, self._events = self._events, []
-        return out
 
     def _handle(self, event: ServerEvent) -> None:
         if isinstance(event, AudioChunk):

@@ -136,7 +136,7 @@ def test_outage_longer_than_buffer_is_a_visible_gap():
 
     pcm = tone_words_pcm(WORDS)
     with ThreadedServer(RecordingFactory()) as server:
-        opts = options(outage_buffer_seconds=1.0, overlap_seconds=0.5)
+        opts = options(outage_buffer_seconds=1.0)
         session = CaptionSession(connector, opts, sleep=sleep)
 
         async def main():
