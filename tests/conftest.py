@@ -16,6 +16,7 @@ pytest_plugins: list[str] = [
     "tests.support.aws_account",
     "tests.support.omni_server",
     "tests.support.sagemaker",
+    "tests.support.strict_speech",
 ]
 
 

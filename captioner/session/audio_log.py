@@ -85,6 +85,11 @@ class AudioLog:
         loud = np.flatnonzero(self._frame_levels(start, end) >= threshold)
         return None if loud.size == 0 else start + (int(loud[-1]) + 1) * FRAME_SECONDS
 
+    def noise_floor(self, start: float, end: float) -> float:
+        """The level of the quietest tenth of the 20 ms frames in [start, end)."""
+        levels = self._frame_levels(max(start, self.start_seconds), end)
+        return float(np.percentile(levels, 10)) if levels.size else 0.0
+
     def quietest(self, start: float, end: float) -> float:
         """Start of the quietest 20 ms frame in [start, end): a place to cut."""
         start = max(start, self.start_seconds)

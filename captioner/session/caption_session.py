@@ -48,7 +48,7 @@ from captioner.transport.base import Connector, Transport, TransportError
 log = logging.getLogger(__name__)
 
 FATAL_SERVER_CODES = frozenset({"invalid_event", "unknown_event"})  # we speak another dialect
-SEAM_HOLD_SECONDS = 2.0  # past the replayed audio, show what the seam still holds
+SEAM_HOLD_SECONDS = 5.0  # past the replayed audio, show what the seam still holds
 
 
 class SessionState(enum.Enum):
@@ -172,6 +172,7 @@ class CaptionSession:
         self._seam: Seam | None = None
         self._seam_until = 0.0
         self._quiet_since: float | None = None  # start of the pause the sent audio is in
+        self._levels = policy.Levels()
         self._request_done = asyncio.Event()
         self._outcome: asyncio.Future[Outcome] | None = None
 
@@ -268,7 +269,7 @@ class CaptionSession:
 
     def _resume_plan(self) -> policy.ResumePlan:
         sent = seconds(self._sent)
-        plan = policy.resume_plan(self.audio, self.timeline, sent=sent)
+        plan = policy.resume_plan(self.audio, self.timeline, sent=sent, levels=self._levels)
         log.info("= resume at %.2f s (sent %.2f s); %d to %d shown words repeat, likely %d",
                  plan.position, sent, plan.repeated.low, len(plan.repeated.words),
                  plan.repeated.estimate)
@@ -365,13 +366,15 @@ class CaptionSession:
     def _after_send(self, start: int) -> bool:
         """Book-keeping after a chunk went out; True when the request has stalled."""
         begin, end = seconds(start), seconds(self._sent)
-        sound_ends = self.audio.last_sound(begin, end, policy.PAUSE_RMS)
+        self._levels = policy.Levels.over(
+            self.audio.noise_floor(end - policy.NOISE_WINDOW_SECONDS, end))
+        sound_ends = self.audio.last_sound(begin, end, self._levels.pause)
         if sound_ends is None:
             self._quiet_since = begin if self._quiet_since is None else self._quiet_since
         else:
             self._quiet_since = sound_ends if sound_ends < end else None
-        if start >= self._fresh_from and self.stall.audio(end - begin,
-                                                          self.audio.level(begin, end)):
+        level = self.audio.level(begin, end)
+        if start >= self._fresh_from and self.stall.audio(end - begin, level, self._levels):
             self._conclude(Restart(f"no text for {self.stall.limit:.0f} s of sound",
                                    stall=True))
             return True
@@ -388,9 +391,7 @@ class CaptionSession:
         final commit brings back every word before the cut, so the next request starts
         right there; without one it replays from the last pause, like a restart."""
         cut = seconds(self._sent)
-        if self._seam is not None:
-            self._show(self._seam.release())
-        conn.send_commit(final=True)
+        conn.send_commit(final=True)  # its transcription.done also settles the seam
         await self._flush(transport, conn)
         try:
             await asyncio.wait_for(self._request_done.wait(), self.options.done_timeout)
@@ -403,7 +404,8 @@ class CaptionSession:
         plan = None
         if not at_pause:
             floor = self._request_start + self.rotation.due_after / 2  # always move on
-            plan = policy.resume_plan(self.audio, self.timeline, sent=cut, floor=floor)
+            plan = policy.resume_plan(self.audio, self.timeline, sent=cut,
+                                      levels=self._levels, floor=floor)
         self._begin_request(conn, plan)
         if plan is None:
             self.captions.new_request()

@@ -16,8 +16,11 @@ from captioner.session.seam import Repeat, WordTimeline
 from captioner.transport.base import ConnectError, EndpointError, TransportError
 
 # --- levels -------------------------------------------------------------------------
-SPEECH_RMS = 0.01  # ≈ -40 dBFS: above it, audio counts as sound for the stall watch
-PAUSE_RMS = 0.006  # below it, audio counts as a pause
+SPEECH_RMS = 0.01  # ≈ -40 dBFS: above it (and the noise), audio counts as sound
+PAUSE_RMS = 0.006  # below it (or near the noise floor), audio counts as a pause
+NOISE_WINDOW_SECONDS = 10.0  # the noise floor is measured over this much recent audio
+PAUSE_OVER_FLOOR = 1.6  # a pause: within this factor of the noise floor
+SOUND_OVER_FLOOR = 3.0  # sound: this far above it
 
 # --- stalls ---------------------------------------------------------------------------
 STALL_SPEECH_SECONDS = 4.0  # sound without text this long = the server stopped talking
@@ -41,6 +44,19 @@ RESUME_MARGIN_SECONDS = 0.1  # the resume point stays this far before the last w
 FIRST_CONNECT_BUDGET_SECONDS = 120.0  # how long a refusing endpoint is retried at start
 BACKOFF_INITIAL_SECONDS = 0.5
 BACKOFF_MAX_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Levels:
+    """What counts as a pause and as sound, given the recent noise floor."""
+
+    pause: float = PAUSE_RMS
+    sound: float = SPEECH_RMS
+
+    @classmethod
+    def over(cls, noise_floor: float) -> Levels:
+        return cls(max(PAUSE_RMS, PAUSE_OVER_FLOOR * noise_floor),
+                   max(SPEECH_RMS, SOUND_OVER_FLOOR * noise_floor))
 
 
 def backoff_delay(attempt: int, *, initial: float, cap: float, jitter: float) -> float:
@@ -86,9 +102,9 @@ class StallWatch:
         self.sound_since_text = 0.0
         self.limit = self.base
 
-    def audio(self, duration: float, level: float) -> bool:
+    def audio(self, duration: float, level: float, levels: Levels) -> bool:
         """``duration`` s of new audio at ``level`` sent; True = the request has stalled."""
-        if level >= SPEECH_RMS:
+        if level >= levels.sound:
             self.sound_since_text += duration
         return self.sound_since_text >= self.limit
 
@@ -158,7 +174,7 @@ class ResumePlan:
     lost: tuple[float, float] | None = None
 
 
-def resume_plan(audio: AudioLog, timeline: WordTimeline, *, sent: float,
+def resume_plan(audio: AudioLog, timeline: WordTimeline, *, sent: float, levels: Levels,
                 floor: float = 0.0) -> ResumePlan:
     """Where a replacement request starts: at a pause safely before the audio of the
     last word that came back, so the words after it — lost in flight or in a stall — are
@@ -172,7 +188,7 @@ def resume_plan(audio: AudioLog, timeline: WordTimeline, *, sent: float,
         lost = (target, audio.start_seconds)
         target = audio.start_seconds
     search_from = max(audio.start_seconds, floor, target - RESUME_SEARCH_SECONDS)
-    runs = audio.quiet_runs(search_from, target, PAUSE_RMS, RESUME_MIN_PAUSE_SECONDS)
+    runs = audio.quiet_runs(search_from, target, levels.pause, RESUME_MIN_PAUSE_SECONDS)
     if lost is not None or last is None:
         position = target  # nothing before it can be replayed or was heard
     elif runs:

@@ -23,6 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 
 DEFAULT_LATENCY_SECONDS = 0.5  # Voxtral's delay is 480 ms; learned per server at pauses
+MIN_LATENCY_SAMPLE_SECONDS = 0.1  # a shorter "pause" is a flicker of the level
 MAX_LATENCY_SECONDS = 4.0  # for learning: longer gaps at a pause are something else
 MAX_LAG_SECONDS = 10.0  # a word never arrives later than this after its audio
 LATENCY_SAMPLES = 9  # median over the last few pauses
@@ -49,6 +50,7 @@ class WordTimeline:
         self.words: deque[ShownWord] = deque(maxlen=KEEP_WORDS)
         self._latency_samples: deque[float] = deque([latency], maxlen=LATENCY_SAMPLES)
         self.last_arrival: float | None = None
+        self._sampled_pause: float | None = None
 
     @property
     def latency(self) -> float:
@@ -62,8 +64,13 @@ class WordTimeline:
             return
         self.words.extend(ShownWord(w, arrived) for w in words)
         self.last_arrival = arrived
-        if quiet_since is not None and 0 < arrived - quiet_since <= MAX_LATENCY_SECONDS:
+        if quiet_since is not None and (
+                MIN_LATENCY_SAMPLE_SECONDS <= arrived - quiet_since <= MAX_LATENCY_SECONDS):
+            # the last word to arrive in a pause ended where the pause began
+            if quiet_since == self._sampled_pause:
+                self._latency_samples.pop()
             self._latency_samples.append(arrived - quiet_since)
+            self._sampled_pause = quiet_since
 
     def after(self, position: float) -> Repeat:
         """The shown words whose audio may lie after ``position``, and how many do.
