@@ -17,7 +17,7 @@ import pytest
 
 from captioner.cloud import account as acct
 from tests.cloud.test_endpoint_cli import cli, endpoints
-from tests.support.aws_account import ROLE_ARN, STT_IMAGE, FakeAccount
+from tests.support.aws_account import PAST_MOTO, ROLE_ARN, STT_IMAGE, FakeAccount
 
 MOTO_TYPE = "ml.g4dn.xlarge"  # moto knows no g5/g6 types
 TIMEOUT = 120  # s; the CLI's boto3 retries moto's "not implemented" answers with backoff
@@ -53,7 +53,7 @@ def test_check_names_the_missing_role_and_image(config_dir: Path) -> None:
     assert "fix: Choose another image, or build and push it with: " \
            "container/build_and_push.sh us-east-1 123456789012" in out
     assert "PASS     Price per hour               about $1.65/hour" in out
-    assert "did not pass: role, pass-role, image, quota." in out
+    assert "did not pass: role, pass-role, role-access, image, quota." in out
     assert result.stderr == ""
 
 
@@ -63,6 +63,7 @@ def test_check_of_a_complete_setup_exits_0(config_dir: Path, fake_account: FakeA
     fake_account.add_role()
     fake_account.add_image()
     fake_account.allow_pass_role()
+    fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", 1)
     # The CLI makes its own clients; only the two that moto cannot serve are swapped.
     real = acct.AccountClients.from_factory.__func__  # type: ignore[attr-defined]
@@ -78,7 +79,7 @@ def test_check_of_a_complete_setup_exits_0(config_dir: Path, fake_account: FakeA
              "--instance-type", "ml.g6.4xlarge", poll=False)
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert out.count("PASS ") == 7 and "All checks passed." in out
+    assert out.count("PASS ") == 8 and "All checks passed." in out
 
 
 def test_deploy_refuses_when_the_preflight_fails_and_creates_nothing(
@@ -98,10 +99,10 @@ def test_deploy_names_the_unknown_checks_it_could_accept(
                ROLE_ARN, "--yes") == 1
     captured = capsys.readouterr()
     assert "UNKNOWN  Permission to pass the role" in captured.out
-    assert "--accept-unknown pass-role --accept-unknown quota" in captured.err
+    assert ("--accept-unknown pass-role --accept-unknown role-access --accept-unknown quota"
+            in captured.err)
     assert endpoints(moto_url) == []
     assert cli("deploy", "--kind", "tts", "--instance-type", MOTO_TYPE, "--role-arn",
-               ROLE_ARN, "--yes", "--accept-unknown", "pass-role",
-               "--accept-unknown", "quota") == 0
+               ROLE_ARN, "--yes", *PAST_MOTO) == 0
     assert "OVERRIDE Endpoint quota" in capsys.readouterr().out
     assert len(endpoints(moto_url)) == 1

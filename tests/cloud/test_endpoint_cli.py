@@ -75,7 +75,7 @@ def test_settings_supply_the_defaults(cli_env: Path, moto_url: str,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     (cli_env / "settings.json").write_text(json.dumps({"cloud": {"tts": {
         "role_arn": ROLE, "instance_types": ["ml.g4dn.xlarge"],
-        "accepted_unknown": ["pass-role", "quota"]}}}), encoding="utf-8")
+        "accepted_unknown": ["pass-role", "role-access", "quota"]}}}), encoding="utf-8")
     monkeypatch.setattr("sys.stdin", io.StringIO("yes\n"))
     assert cli("deploy", "--kind", "tts") == 0
     assert len(endpoints(moto_url)) == 1

@@ -62,6 +62,8 @@ def test_start_deploys_once_the_preflight_passes(
         fake_account: FakeAccount) -> None:
     fake_account.add_role()
     fake_account.allow_pass_role()
+    fake_account.allow_role_access(
+        repository=f"arn:aws:ecr:{REGION}:763104351884:repository/vllm")
     fake_account.quota("ml.g4dn.xlarge", 1)
     calls: list[str] = []
     manager = moto_manager(controls, preflight=preflight_on(fake_account, calls))

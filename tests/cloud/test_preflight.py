@@ -50,6 +50,7 @@ def test_a_complete_setup_passes_every_check_in_order(fake_account: FakeAccount)
     fake_account.add_image()
     fake_account.add_model("voxtral-weights", "voxtral/config.json")
     fake_account.allow_pass_role()
+    fake_account.allow_role_access(model=("voxtral-weights", "voxtral/"))
     fake_account.quota("ml.g6.4xlarge", 1)
     preflight = run(fake_account, stt(model_source="s3://voxtral-weights/voxtral"))
     assert [c.id for c in preflight.checks] == list(ORDER)
@@ -61,6 +62,7 @@ def test_a_complete_setup_passes_every_check_in_order(fake_account: FakeAccount)
     assert f"Account {ACCOUNT} as user/moto" in text
     assert "Role CaptionerSageMaker exists and SageMaker may assume it" in text
     assert "user/moto may pass CaptionerSageMaker to SageMaker" in text
+    assert "Role CaptionerSageMaker may pull the image and read the model" in text
     assert f"{STT_REPO}:latest exists" in text
     assert "s3://voxtral-weights/voxtral/ is readable and not empty" in text
     assert "“ml.g6.4xlarge for endpoint usage” is 1 (needs 1)" in text
@@ -72,12 +74,13 @@ def test_nothing_set_up_fails_at_the_role_and_names_what_is_missing(
     fake_account.quota("ml.g6.4xlarge", 1)
     preflight = run(fake_account, stt())
     assert statuses(preflight) == {
-        "credentials": "PASS", "role": "FAIL", "pass-role": "UNKNOWN", "image": "FAIL",
+        "credentials": "PASS", "role": "FAIL", "pass-role": "UNKNOWN",
+        "role-access": "UNKNOWN", "image": "FAIL",
         "model": "PASS", "quota": "PASS", "price": "PASS"}
     assert not preflight.may_deploy
     assert preflight.first_failure is preflight.check(CheckId.ROLE)
     assert [c.section for c in CheckId] == [
-        "credentials", "role", "role", "image", "model", "quota", "price"]
+        "credentials", "role", "role", "role", "image", "model", "quota", "price"]
     assert preflight.check(CheckId.ROLE).detail == (
         f"Role CaptionerSageMaker does not exist in account {ACCOUNT}.")
     image = preflight.check(CheckId.IMAGE)
@@ -128,6 +131,7 @@ def test_pass_role_denied_fails_with_the_permission_to_ask_for(
     fake_account.add_role()
     fake_account.add_image()
     fake_account.allow_pass_role(decision)
+    fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", 1)
     preflight = run(fake_account, stt())
     check = preflight.check(CheckId.PASS_ROLE)
@@ -144,6 +148,8 @@ def test_checks_that_cannot_be_read_are_unknown_and_may_be_overridden(
     fake_account.simulator.add_client_error(
         "simulate_principal_policy", "AccessDenied", "not authorized to perform "
         "iam:SimulatePrincipalPolicy", 403)
+    fake_account.simulator.add_client_error(
+        "simulate_principal_policy", "AccessDenied", "not authorized", 403)
     fake_account.quotas.add_client_error(
         "list_service_quotas", "AccessDeniedException", "no servicequotas access", 400)
     preflight = run(fake_account, stt())
@@ -152,11 +158,13 @@ def test_checks_that_cannot_be_read_are_unknown_and_may_be_overridden(
     assert "iam:SimulatePrincipalPolicy" in pass_role.detail
     assert "servicequotas:ListServiceQuotas" in quota.detail and "override" in quota.fix
     assert not preflight.may_deploy and preflight.first_failure is pass_role
-    partly = preflight.with_overrides(["pass-role"])
+    partly = preflight.with_overrides(["pass-role", "role-access"])
     assert not partly.may_deploy and partly.first_failure is quota
-    both = preflight.with_overrides([CheckId.PASS_ROLE, "quota"])
+    assert preflight.check(CheckId.ROLE_ACCESS).status is Status.UNKNOWN
+    both = preflight.with_overrides([CheckId.PASS_ROLE, "role-access", "quota"])
     assert both.may_deploy and not both.all_passed
-    assert "overridden checks: Permission to pass the role, Endpoint quota" in both.summary()
+    assert ("overridden checks: Permission to pass the role, Role's own permissions, "
+            "Endpoint quota") in both.summary()
     assert any(line.startswith("OVERRIDE") for line in both.lines())
 
 
@@ -165,6 +173,7 @@ def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
     fake_account.add_role()
     fake_account.add_image()
     fake_account.allow_pass_role()
+    fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", None, default=0)
     quota = run(fake_account, stt()).check(CheckId.QUOTA)
     assert quota.status is Status.FAIL
@@ -173,6 +182,7 @@ def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
     assert "Service Quotas console" in quota.fix
 
     fake_account.allow_pass_role()
+    fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", 2)
     autoscaled = run(fake_account, stt(autoscale_min=1, autoscale_max=3)).check(CheckId.QUOTA)
     assert autoscaled.status is Status.FAIL and "the deploy needs 3" in autoscaled.detail
@@ -249,3 +259,22 @@ def test_an_unreadable_answer_is_unknown_with_a_short_reason(fake_account: FakeA
     assert quota.detail == ("Could not read Service Quotas: AWS error ServiceException "
                             "(list_service_quotas)")
     assert "override" in quota.fix
+
+
+def test_a_role_that_may_not_pull_the_image_or_read_the_model_fails(
+        fake_account: FakeAccount) -> None:
+    fake_account.add_role()
+    fake_account.add_image()
+    fake_account.add_model("voxtral-weights", "voxtral/config.json")
+    fake_account.allow_pass_role()
+    fake_account.allow_role_access(model=("voxtral-weights", "voxtral/"),
+                                   deny=frozenset({"ecr:BatchGetImage", "s3:GetObject"}))
+    fake_account.quota("ml.g6.4xlarge", 1)
+    preflight = run(fake_account, stt(model_source="s3://voxtral-weights/voxtral/"))
+    access = preflight.check(CheckId.ROLE_ACCESS)
+    assert access.status is Status.FAIL and preflight.first_failure is access
+    assert access.detail == (
+        "Role CaptionerSageMaker may not: ecr:BatchGetImage on "
+        f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{STT_REPO}; "
+        "s3:GetObject on arn:aws:s3:::voxtral-weights/voxtral/.")
+    assert "let Captioner create a role" in access.fix

@@ -23,7 +23,8 @@ ROLE_NAME = "CaptionerSageMaker"
 ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/{ROLE_NAME}"
 # `endpoint deploy` flags past the two checks moto cannot answer (IAM policy simulation,
 # Service Quotas): against moto they are UNKNOWN.
-PAST_MOTO = ("--accept-unknown", "pass-role", "--accept-unknown", "quota")
+PAST_MOTO = ("--accept-unknown", "pass-role", "--accept-unknown", "role-access",
+             "--accept-unknown", "quota")
 MANIFEST = json.dumps({
     "schemaVersion": 2,
     "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
@@ -79,6 +80,32 @@ class FakeAccount:
              "ContextEntries": [{"ContextKeyName": "iam:PassedToService",
                                  "ContextKeyValues": ["sagemaker.amazonaws.com"],
                                  "ContextKeyType": "string"}]})
+
+    def allow_role_access(self, *, model: tuple[str, str] | None = None,
+                          deny: frozenset[str] = frozenset(), role_arn: str = ROLE_ARN,
+                          repository: str = f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{STT_REPO}"
+                          ) -> None:
+        """The role's own policy simulations: ECR login and pull, and S3 read of ``model``
+        (bucket, prefix) when given; actions in ``deny`` come back implicitly denied."""
+        needs: list[tuple[list[str], str, list[dict[str, Any]]]] = [
+            (["ecr:GetAuthorizationToken"], "*", []),
+            (["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"], repository, []),
+        ]
+        if model is not None:
+            bucket, prefix = model
+            needs += [(["s3:GetObject"], f"arn:aws:s3:::{bucket}/{prefix}", []),
+                      (["s3:ListBucket"], f"arn:aws:s3:::{bucket}", [{
+                          "ContextKeyName": "s3:prefix", "ContextKeyValues": [prefix],
+                          "ContextKeyType": "string"}])]
+        for actions, resource, context in needs:
+            self.simulator.add_response(
+                "simulate_principal_policy",
+                {"EvaluationResults": [
+                    {"EvalActionName": a, "EvalResourceName": resource,
+                     "EvalDecision": "implicitDeny" if a in deny else "allowed"}
+                    for a in actions]},
+                {"PolicySourceArn": role_arn, "ActionNames": actions,
+                 "ResourceArns": [resource], "ContextEntries": context})
 
     def quota(self, instance_type: str, value: float | None, *, default: float | None = None
               ) -> None:

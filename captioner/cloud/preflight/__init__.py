@@ -8,7 +8,7 @@ simulation without permission); the user may override an UNKNOWN, never a FAIL.
 
 Order (the set-up opens at the first failing one)::
 
-    credentials → role → pass-role → image → model → quota → price
+    credentials → role → pass-role → role-access → image → model → quota → price
 
 The checks are blocking boto3 calls on injected clients (run them off the GUI loop).
 

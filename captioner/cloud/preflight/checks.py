@@ -183,9 +183,60 @@ def _check_pass_role(ctx: Context) -> Check:
                  f"iam:PassedToService = {acct.SAGEMAKER_SERVICE}) for these credentials.")
 
 
+def _image_uri(ctx: Context) -> str:
+    return ctx.settings.image_uri.strip() or (tts_image(ctx.region) if ctx.kind == "tts" else "")
+
+
+def _role_needs(ctx: Context) -> list[tuple[list[str], str, list[dict[str, Any]]]]:
+    """(actions, resource ARN, context) the endpoint's role must be allowed, to start."""
+    assert ctx.identity is not None
+    partition = ctx.identity.partition
+    image = parse_image_uri(_image_uri(ctx))
+    needs: list[tuple[list[str], str, list[dict[str, Any]]]] = [
+        (["ecr:GetAuthorizationToken"], "*", []),
+        (["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"], image.repository_arn(partition),
+         []),
+    ]
+    default = DEFAULT_STT_MODEL if ctx.kind == "stt" else TTS_MODEL_ID
+    source = parse_model_source(ctx.settings.model_source, default)
+    if source.is_s3:
+        bucket = f"arn:{partition}:s3:::{source.bucket}"
+        needs.append((["s3:GetObject"], f"{bucket}/{source.prefix}", []))
+        needs.append((["s3:ListBucket"], bucket, [{
+            "ContextKeyName": "s3:prefix", "ContextKeyValues": [source.prefix],
+            "ContextKeyType": "string"}]))
+    return needs
+
+
+def _check_role_access(ctx: Context) -> Check:
+    assert ctx.clients is not None
+    if ctx.role is None:
+        return Check(CheckId.ROLE_ACCESS, Status.UNKNOWN, NOT_CHECKED_ROLE)
+    try:
+        needs = _role_needs(ctx)
+    except DeployConfigError:
+        return Check(CheckId.ROLE_ACCESS, Status.UNKNOWN,
+                     "Not checked until the image and model source are valid.")
+    denied: list[str] = []
+    for actions, resource, context in needs:
+        response = acct.call(ctx.clients.simulator, "simulate_principal_policy",
+                             PolicySourceArn=ctx.role.arn, ActionNames=actions,
+                             ResourceArns=[resource], ContextEntries=context)
+        denied += [f"{r.get('EvalActionName')} on {resource}"
+                   for r in response.get("EvaluationResults") or []
+                   if r.get("EvalDecision") != "allowed"]
+    if denied:
+        return Check(CheckId.ROLE_ACCESS, Status.FAIL,
+                     f"Role {ctx.role.name} may not: {'; '.join(denied)}.",
+                     "Allow these in the role's permissions (the set-up shows the exact "
+                     "policy Captioner would attach), or let Captioner create a role.")
+    what = "pull the image and read the model" if len(needs) > 2 else "pull the image"
+    return Check(CheckId.ROLE_ACCESS, Status.PASS, f"Role {ctx.role.name} may {what}.")
+
+
 def _check_image(ctx: Context) -> Check:
     assert ctx.clients is not None
-    uri = ctx.settings.image_uri.strip() or (tts_image(ctx.region) if ctx.kind == "tts" else "")
+    uri = _image_uri(ctx)
     build = build_and_push_command(ctx.region, ctx.account)
     if not uri:
         return Check(CheckId.IMAGE, Status.FAIL, "No STT image is chosen.",
@@ -303,6 +354,8 @@ AWS_CHECKS: tuple[tuple[CheckId, str, str, Callable[[Context], Check]], ...] = (
     (CheckId.ROLE, "read IAM roles", "iam:GetRole", _check_role),
     (CheckId.PASS_ROLE, "simulate IAM policies", "iam:SimulatePrincipalPolicy",
      _check_pass_role),
+    (CheckId.ROLE_ACCESS, "simulate IAM policies", "iam:SimulatePrincipalPolicy",
+     _check_role_access),
     (CheckId.IMAGE, "read ECR images", "ecr:DescribeImages", _check_image),
     (CheckId.MODEL, "read the S3 model prefix", "s3:ListBucket", _check_model),
     (CheckId.QUOTA, "read Service Quotas", "servicequotas:ListServiceQuotas", _check_quota),

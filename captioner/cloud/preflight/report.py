@@ -18,6 +18,7 @@ class CheckId(enum.Enum):
     CREDENTIALS = "credentials"
     ROLE = "role"
     PASS_ROLE = "pass-role"
+    ROLE_ACCESS = "role-access"
     IMAGE = "image"
     MODEL = "model"
     QUOTA = "quota"
@@ -29,14 +30,15 @@ class CheckId(enum.Enum):
 
     @property
     def section(self) -> str:
-        """The part of the set-up that fixes it (pass-role is fixed at the role)."""
-        return "role" if self is CheckId.PASS_ROLE else self.value
+        """The part of the set-up that fixes it (pass-role and role-access: the role)."""
+        return "role" if self in (CheckId.PASS_ROLE, CheckId.ROLE_ACCESS) else self.value
 
 
 _TITLES = {
     CheckId.CREDENTIALS: "AWS credentials",
     CheckId.ROLE: "Execution role",
     CheckId.PASS_ROLE: "Permission to pass the role",
+    CheckId.ROLE_ACCESS: "Role's own permissions",
     CheckId.IMAGE: "Container image",
     CheckId.MODEL: "Model source",
     CheckId.QUOTA: "Endpoint quota",
