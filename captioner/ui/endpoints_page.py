@@ -42,6 +42,7 @@ from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.kind_setup import KindSetup
 from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
+from captioner.ui.endpoints.preflight_list import line_of
 from captioner.ui.endpoints.role_dialog import RoleDialog
 from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints.service import RoleProposal, SetupService
@@ -246,6 +247,10 @@ class EndpointsPage(Page):
         target = (self.account.profile if self.account.use_profile.isChecked()
                   else self.account.key_id) if section == "credentials" else (
             self.setups[kind].field_for(section) or self.setups[kind].preflight)
+        if section == "credentials":
+            self.account.error.show_error(line_of(check))
+        else:
+            self.setups[kind].show_blocker(section, line_of(check))
         label = self.setups[kind].preflight.labels.get(check.id.value)
         if label is not None:
             self.scroll.ensureWidgetVisible(label)

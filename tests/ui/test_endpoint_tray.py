@@ -84,6 +84,9 @@ def test_unconfigured_tray_start_opens_setup_at_the_failing_check(qapp, store, t
         assert lines[1] == "✘ " + ROLE_MISSING
         assert page.setups["stt"].preflight.summary.text().startswith(
             "Not ready: the execution role check fails.")
+        # …and the failing line sits under the field that fixes it
+        assert page.setups["stt"].errors["role"].text() == ROLE_MISSING
+        assert page.setups["stt"].errors["role"].isVisibleTo(page)
         # Visible outside the settings too: the strip, the tooltip and a notification.
         expected = f"Captions endpoint: set-up needed — {ROLE_MISSING}"
         assert app.overlay.strip.cloud_label.text() == expected

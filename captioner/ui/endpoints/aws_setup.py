@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from captioner.aws import available_profiles
 from captioner.cloud import account as acct
-from captioner.cloud.deploy_plan import Kind, tts_image
+from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import client_factory, session_from_settings
 from captioner.cloud.errors import CredentialsError
 from captioner.cloud.images import ImageCandidate, list_images
@@ -55,13 +55,9 @@ class AccountSetupService:
 
     def propose_role(self, settings: Settings, kind: Kind) -> RoleProposal:
         """The least-privilege role for this kind's image and model (nothing is created)."""
-        plan = getattr(settings.cloud, kind)
-        region = settings.aws.region
         me = self.identity(settings.aws)
-        image = plan.image_uri.strip() or (tts_image(region) if kind == "tts" else "")
-        policies = acct.execution_role_policies(
-            partition=me.partition, region=region, account=me.account, image_uri=image,
-            model_source=plan.model_source)
+        policies = acct.role_policies_for(kind, getattr(settings.cloud, kind),
+                                          settings.aws.region, me)
         return RoleProposal(acct.default_role_name(kind), policies, me.account)
 
     def create_role(self, aws: AwsSettings, proposal: RoleProposal) -> acct.RoleInfo:

@@ -40,6 +40,10 @@ from captioner.ui.endpoints.preflight_list import PreflightList
 from captioner.ui.endpoints.status_row import KIND_NOUNS, EndpointRow
 from captioner.ui.settings.common import ErrorLabel
 
+# preflight section (CheckId.section) → the field key that fixes it
+FIELD_OF_SECTION = {"role": "role", "image": "image", "model": "model", "quota": "pool",
+                    "price": "pool"}
+
 
 class KindSetup(QWidget):
     """Everything about one kind's endpoint; the page wires its buttons to AWS."""
@@ -54,6 +58,7 @@ class KindSetup(QWidget):
         noun = KIND_NOUNS[kind]
         self.setAccessibleName(f"{noun} set-up")
         self.errors: dict[str, ErrorLabel] = {}
+        self.fields: dict[str, QWidget] = {}
         form = QFormLayout()
 
         self.image = QComboBox()
@@ -164,6 +169,7 @@ class KindSetup(QWidget):
         label = QLabel(text)
         label.setBuddy(widget)
         self.errors[key] = ErrorLabel(name)
+        self.fields[key] = widget
         holder = QWidget()
         column = QVBoxLayout(holder)
         column.setContentsMargins(0, 0, 0, 0)
@@ -260,9 +266,16 @@ class KindSetup(QWidget):
         plan.max_lifetime_hours = self.lifetime.value()
         return errors
 
-    def field_for(self, check_key: str) -> QWidget | None:
-        return {"role": self.role, "image": self.image, "model": self.model,
-                "quota": self.pool, "price": self.pool}.get(check_key)
+    def field_for(self, section: str) -> QWidget | None:
+        """The field that fixes a preflight check of ``section`` (role, image, …)."""
+        key = FIELD_OF_SECTION.get(section)
+        return self.fields[key] if key is not None else None
+
+    def show_blocker(self, section: str, text: str) -> None:
+        """The failing check's line right under the field that fixes it."""
+        key = FIELD_OF_SECTION.get(section)
+        if key is not None:
+            self.errors[key].show_error(text)
 
 
 __all__ = ["KindSetup"]
