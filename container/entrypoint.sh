@@ -5,6 +5,10 @@
 #
 # Exits non-zero as soon as either process dies (SageMaker then replaces the
 # container) and forwards SIGTERM/SIGINT to both.
+#
+# vLLM listens on 127.0.0.1 only: the bridge is the one way in. Nothing secret
+# reaches the log: values of variables named like tokens/keys/secrets are masked
+# in our own lines, and vLLM's and the bridge's output go through bridge.redact.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,28 +19,56 @@ HEALTH_POLL_INTERVAL="${HEALTH_POLL_INTERVAL:-2}"
 MODEL_DIR="${MODEL_DIR:-/opt/ml/model}"
 BRIDGE_HOST="${BRIDGE_HOST:-0.0.0.0}"
 BRIDGE_PORT="${BRIDGE_PORT:-8080}"
+BRIDGE_WS_MAX_SIZE="${BRIDGE_WS_MAX_SIZE:-1048576}"  # one client frame; ~8 KB are normal
 BRIDGE_PYTHON="${BRIDGE_PYTHON:-python3}"
 BRIDGE_APP_DIR="${BRIDGE_APP_DIR:-$here}"
 BRIDGE_DEPS_DIR="${BRIDGE_DEPS_DIR:-$here/lib}"
 VLLM_BIN="${VLLM_BIN:-vllm}"
 
-log() { printf 'entrypoint: %s\n' "$*" >&2; }
+SECRET_NAME_RE='(token|secret|password|passwd|api[-_]?key|credential)'
+MIN_SECRET=6  # shorter values would mask ordinary text
+
+is_secret_name() { [[ "${1,,}" =~ $SECRET_NAME_RE ]]; }
+
+secret_values=()
+while IFS= read -r name; do
+    if is_secret_name "$name"; then
+        value="${!name:-}"
+        if (( ${#value} >= MIN_SECRET )); then secret_values+=("$value"); fi
+    fi
+done < <(compgen -e || true)
+
+redact() {
+    local text="$1" secret
+    for secret in "${secret_values[@]}"; do
+        text="${text//"$secret"/***}"
+    done
+    printf '%s' "$text"
+}
+
+log() { printf 'entrypoint: %s\n' "$(redact "$*")" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [[ "$BACKEND_PORT" =~ ^[0-9]+$ ]] || die "BACKEND_PORT must be a port number, got '$BACKEND_PORT'"
 [[ "$HEALTH_WAIT_TIMEOUT" =~ ^[0-9]+$ ]] \
     || die "HEALTH_WAIT_TIMEOUT must be whole seconds, got '$HEALTH_WAIT_TIMEOUT'"
+[[ "$BRIDGE_WS_MAX_SIZE" =~ ^[0-9]+$ ]] \
+    || die "BRIDGE_WS_MAX_SIZE must be a number of bytes, got '$BRIDGE_WS_MAX_SIZE'"
 
 # --- SM_VLLM_* → vllm serve arguments ----------------------------------------
 # SM_VLLM_MAX_MODEL_LEN=45000 → --max-model-len 45000; "true" → bare flag;
 # "false" → flag left out; SM_VLLM_MODEL → the positional model.
 model="${SM_VLLM_MODEL:-}"
 vllm_args=()
+shown_args=()  # the same, with secret values masked, for the log
 while IFS= read -r name; do
     case "$name" in
         SM_VLLM_MODEL) continue ;;
         SM_VLLM_PORT)
             log "ignoring SM_VLLM_PORT: the bridge expects vLLM on BACKEND_PORT ($BACKEND_PORT)"
+            continue ;;
+        SM_VLLM_HOST)
+            log "ignoring SM_VLLM_HOST: vLLM listens on 127.0.0.1, behind the bridge"
             continue ;;
     esac
     value="${!name}"
@@ -44,9 +76,12 @@ while IFS= read -r name; do
     flag="--${flag,,}"
     flag="${flag//_/-}"
     case "${value,,}" in
-        true) vllm_args+=("$flag") ;;
+        true) vllm_args+=("$flag"); shown_args+=("$flag") ;;
         false) ;;
-        *) vllm_args+=("$flag" "$value") ;;
+        *)
+            vllm_args+=("$flag" "$value")
+            if is_secret_name "$name"; then shown_args+=("$flag" "***")
+            else shown_args+=("$flag" "$value"); fi ;;
     esac
 done < <(compgen -e | grep '^SM_VLLM_' | LC_ALL=C sort || true)
 
@@ -93,8 +128,12 @@ except Exception:
 PY
 }
 
-log "starting: $VLLM_BIN serve $model ${vllm_args[*]} --port $BACKEND_PORT"
-"$VLLM_BIN" serve "$model" "${vllm_args[@]}" --port "$BACKEND_PORT" &
+# Child output is masked line by line (vLLM prints its arguments when it starts).
+redacted() { PYTHONPATH="$BRIDGE_APP_DIR" "$BRIDGE_PYTHON" -u -m bridge.redact; }
+
+log "starting: $VLLM_BIN serve $model ${shown_args[*]} --port $BACKEND_PORT --host 127.0.0.1"
+"$VLLM_BIN" serve "$model" "${vllm_args[@]}" --port "$BACKEND_PORT" --host 127.0.0.1 \
+    > >(redacted) 2>&1 &
 vllm_pid=$!
 
 deadline=$(( SECONDS + HEALTH_WAIT_TIMEOUT ))
@@ -118,12 +157,13 @@ export BRIDGE_BACKEND_URL="${BRIDGE_BACKEND_URL:-ws://127.0.0.1:$BACKEND_PORT/v1
 export BRIDGE_HEALTH_URL="${BRIDGE_HEALTH_URL:-http://127.0.0.1:$BACKEND_PORT/health}"
 if [[ -n "${BRIDGE_CMD:-}" ]]; then
     log "starting bridge: $BRIDGE_CMD"
-    bash -c "$BRIDGE_CMD" &
+    bash -c "$BRIDGE_CMD" > >(redacted) 2>&1 &
 else
     export PYTHONPATH="$BRIDGE_DEPS_DIR:$BRIDGE_APP_DIR${PYTHONPATH:+:$PYTHONPATH}"
     log "starting bridge on $BRIDGE_HOST:$BRIDGE_PORT"
     "$BRIDGE_PYTHON" -m uvicorn bridge.main:app --host "$BRIDGE_HOST" --port "$BRIDGE_PORT" \
-        --no-access-log --timeout-graceful-shutdown 5 &
+        --no-access-log --timeout-graceful-shutdown 5 --ws-max-size "$BRIDGE_WS_MAX_SIZE" \
+        > >(redacted) 2>&1 &
 fi
 bridge_pid=$!
 

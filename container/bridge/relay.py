@@ -6,6 +6,10 @@ then flow both ways unchanged, except binary client frames: SageMaker turns
 payload parts sent without a UTF8 data type into binary frames, and vLLM only
 reads text, so they are decoded as UTF-8 here. A close on either side closes
 the other with the same code and reason where the protocol allows sending it.
+
+The client's frames wait in a bounded inbox (:data:`INBOX_FRAMES`): when the
+backend is slower than the client, the reader stops taking frames from the client,
+so backpressure reaches the client over TCP instead of memory growing without end.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ _SENDABLE = frozenset({1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 101
 NO_STATUS = 1005  # peer closed without a code: a normal close
 ABNORMAL = 1006  # connection dropped without a close frame
 _CLIENT_SEND_ERRORS = (OSError, RuntimeError, WebSocketDisconnect)
+# Client frames held while the backend catches up: ~8 s of audio in 4 KB appends.
+INBOX_FRAMES = 64
 
 _session_ids = itertools.count(1)
 
@@ -52,6 +58,11 @@ def clip_reason(reason: str) -> str:
     return reason.encode("utf-8")[:123].decode("utf-8", "ignore")
 
 
+def new_inbox() -> asyncio.Queue[str | ClientClosed]:
+    """The bounded queue between the client reader and the backend writer."""
+    return asyncio.Queue(maxsize=INBOX_FRAMES)
+
+
 def error_event(message: str, code: str) -> str:
     """A Realtime ``error`` event, so clients report bridge faults like server ones."""
     return json.dumps({"type": "error", "error": message, "code": code})
@@ -71,7 +82,7 @@ class Relay:
     async def run(self) -> None:
         await self.client.accept()  # first, well within SageMaker's 250 ms
         log.info("= session %d accepted, relaying to %s", self.session, self.backend_url)
-        inbox: asyncio.Queue[str | ClientClosed] = asyncio.Queue()
+        inbox = new_inbox()
         reader = asyncio.create_task(self._read_client(inbox))
         backend: ClientConnection | None = None
         pumps: list[asyncio.Task[None]] = []
@@ -129,7 +140,7 @@ class Relay:
         except Exception:  # whatever broke, the backend must still be closed
             log.exception("! session %d: reading from the client failed", self.session)
             self._client_closed = True
-            inbox.put_nowait(ClientClosed(ABNORMAL, ""))
+            await inbox.put(ClientClosed(ABNORMAL, ""))
 
     async def _read_frames(self, inbox: asyncio.Queue[str | ClientClosed]) -> None:
         while True:
@@ -137,19 +148,21 @@ class Relay:
             if message["type"] == "websocket.disconnect":
                 self._client_closed = True
                 code = message.get("code") or NO_STATUS
-                inbox.put_nowait(ClientClosed(code, message.get("reason") or ""))
+                await inbox.put(ClientClosed(code, message.get("reason") or ""))
                 return
             if message.get("text") is not None:
-                inbox.put_nowait(message["text"])
+                await inbox.put(message["text"])  # waits while the inbox is full
                 continue
             data = message.get("bytes") or b""
             try:
-                inbox.put_nowait(data.decode("utf-8"))
+                text = data.decode("utf-8")
             except UnicodeDecodeError:
                 log.warning("! session %d: binary frame is not UTF-8, dropped", self.session)
                 await self._send_client(
                     error_event("binary frame is not UTF-8 encoded JSON", "invalid_json")
                 )
+                continue
+            await inbox.put(text)
 
     async def _client_to_backend(
         self, inbox: asyncio.Queue[str | ClientClosed], backend: ClientConnection

@@ -5,7 +5,8 @@
   kernel queues them) and no readiness polling is needed.
 - ``ScriptedBackend``: a websockets server standing in for vLLM where a test
   must see or steer the backend's side of a connection (close codes, drops,
-  a slow handshake). It echoes frames; ``bytes`` answers with a binary frame,
+  a slow handshake, a backend that stops reading). It echoes frames (or, with
+  ``echo=False``, only records them); ``bytes`` answers with a binary frame,
   ``close <code> <reason>`` closes, and ``drop`` aborts the TCP connection
   without a close frame.
 - ``HealthServer``: an HTTP server answering ``/health`` with a set status.
@@ -83,7 +84,9 @@ class BackendConnection:
 
 
 class ScriptedBackend:
-    def __init__(self) -> None:
+    def __init__(self, *, echo: bool = True) -> None:
+        self.echo = echo
+        self._reading_gate: asyncio.Event | None = None
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._server: Server | None = None
@@ -100,6 +103,15 @@ class ScriptedBackend:
         """Make new handshakes wait until :meth:`release_handshakes`."""
         self._handshake_gate = asyncio.Event()
 
+    def hold_reading(self) -> None:
+        """Make connections read nothing until :meth:`release_reading` (a stalled vLLM)."""
+        self._reading_gate = asyncio.Event()
+
+    def release_reading(self) -> None:
+        gate = self._reading_gate
+        assert gate is not None
+        self.loop.call_soon_threadsafe(gate.set)
+
     def release_handshakes(self) -> None:
         gate = self._handshake_gate
         assert gate is not None
@@ -115,6 +127,8 @@ class ScriptedBackend:
         self.connections.append(record)
         self.connected.set()
         try:
+            if self._reading_gate is not None:
+                await self._reading_gate.wait()
             async for message in ws:
                 record.received.append(message)
                 if message == "bytes":
@@ -127,7 +141,8 @@ class ScriptedBackend:
                     _, code, reason = message.split(" ", 2)
                     await ws.close(int(code), reason)
                     break
-                await ws.send(message)
+                if self.echo:
+                    await ws.send(message)
         except ConnectionClosed:
             pass
         finally:
@@ -151,6 +166,8 @@ class ScriptedBackend:
         assert self._server is not None
         if self._handshake_gate is not None:
             self.release_handshakes()
+        if self._reading_gate is not None:
+            self.release_reading()
         self._server.close()
         asyncio.run_coroutine_threadsafe(self._server.wait_closed(), self.loop).result(WAIT)
         self.loop.call_soon_threadsafe(self.loop.stop)

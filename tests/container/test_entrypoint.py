@@ -164,6 +164,8 @@ def test_sm_vllm_env_maps_to_vllm_serve_flags(entrypoint):
         "--trust-remote-code",
         "--port",
         str(ep.port),
+        "--host",
+        "127.0.0.1",
     ]
     bridge_env = json.loads(ep.report.read_text())
     assert bridge_env["BRIDGE_BACKEND_URL"] == f"ws://127.0.0.1:{ep.port}/v1/realtime"
@@ -174,6 +176,29 @@ def test_sm_vllm_env_maps_to_vllm_serve_flags(entrypoint):
     assert gone(ep.vllm["pid"])
 
 
+def test_vllm_listens_on_loopback_only_whatever_the_environment_says(entrypoint):
+    ep = entrypoint(SM_VLLM_MODEL=VOXTRAL, SM_VLLM_HOST="0.0.0.0", FAKE_BRIDGE_EXIT="7")
+    ep.run()
+    argv = ep.vllm["argv"]
+    assert argv[argv.index("--host") + 1] == "127.0.0.1" and argv.count("--host") == 1
+    assert "ignoring SM_VLLM_HOST" in ep.log
+
+
+def test_no_token_reaches_the_container_log(entrypoint):
+    hf, api_key = "hf_" + "Zq8" * 10, "sk-proj-" + "7xK" * 8
+    ep = entrypoint(SM_VLLM_MODEL=VOXTRAL, SM_VLLM_API_KEY=api_key, SM_VLLM_HF_TOKEN=hf,
+                    HF_TOKEN=hf, SM_VLLM_MAX_MODEL_LEN="45000", FAKE_BRIDGE_EXIT="7")
+    ep.run()
+    argv = ep.vllm["argv"]
+    assert argv[argv.index("--api-key") + 1] == api_key  # vLLM itself gets the values
+    assert argv[argv.index("--hf-token") + 1] == hf
+    log = ep.log
+    assert "--api-key *** --hf-token ***" in log  # our own start line
+    assert "non-default args:" in log and "HF token from the environment: ***" in log
+    assert "'max_model_len': '45000'" in log  # what is not secret stays readable
+    assert hf not in log and api_key not in log
+
+
 def test_mounted_model_directory_is_the_default_model(entrypoint, tmp_path):
     model_dir = tmp_path / "model"
     model_dir.mkdir()
@@ -181,7 +206,8 @@ def test_mounted_model_directory_is_the_default_model(entrypoint, tmp_path):
     ep = entrypoint(MODEL_DIR=str(model_dir), FAKE_BRIDGE_EXIT="1")
 
     assert ep.run() == 1
-    assert ep.vllm["argv"] == ["serve", str(model_dir), "--port", str(ep.port)]
+    assert ep.vllm["argv"] == ["serve", str(model_dir), "--port", str(ep.port),
+                                 "--host", "127.0.0.1"]
 
 
 def test_sm_vllm_model_wins_over_mounted_model(entrypoint, tmp_path):

@@ -1,4 +1,5 @@
-"""Stand-in for ``vllm``: records its argv, then serves ``/health`` on ``--port``.
+"""Stand-in for ``vllm``: records its argv, prints its arguments as vLLM does at start
+(secrets included), then serves ``/health`` on ``--port``.
 
 FAKE_VLLM_RECORD: file that receives {"argv": [...], "pid": n}.
 FAKE_VLLM_MODE: "serve" (default), "hang" (never healthy), "die" (exit 3 at once).
@@ -13,6 +14,17 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as record:
     json.dump({"argv": sys.argv[1:], "pid": os.getpid()}, record)
+
+flags, key = {}, None
+for arg in sys.argv[3:]:
+    if arg.startswith("--"):
+        key = arg[2:].replace("-", "_")
+        flags[key] = True
+    elif key is not None:
+        flags[key] = arg
+print(f"INFO api_server.py: non-default args: {flags}", flush=True)
+print(f"INFO api_server.py: HF token from the environment: {os.environ.get('HF_TOKEN')}",
+      file=sys.stderr, flush=True)
 
 mode = os.environ.get("FAKE_VLLM_MODE", "serve")
 if mode == "die":
