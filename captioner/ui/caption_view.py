@@ -9,6 +9,8 @@ finalized lines are dropped from the view (the history keeps them).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from PySide6.QtCore import (
@@ -50,6 +52,8 @@ from captioner.ui.appearance import (
 PADDING = 10
 FADE_MS = 700
 KEEP_LINES = 50  # finalized lines held for re-layout after a resize
+MIN_ROW_SECONDS = 1.5  # a row seen on screen stays at least this long (reading time)
+MAX_HELD_ROWS = 4  # rows further up than this are never waited for
 KEEP_ROWS = 2 * MAX_LINES  # complete rows kept laid out (more than can be on screen)
 MARGIN = 6  # room for the outline around a cached row
 
@@ -69,7 +73,8 @@ class CaptionView(QWidget):
     faded = Signal()  # the text has faded out after the linger time
 
     def __init__(self, appearance: AppearanceSettings, matcher: AlertMatcher | None = None,
-                 parent: QWidget | None = None) -> None:
+                 parent: QWidget | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(parent)
         self.setAccessibleName("Captions")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
@@ -84,6 +89,11 @@ class CaptionView(QWidget):
         self._live_rows: list[tuple[_Row, LineKind]] | None = None
         self.layouts_made = 0  # finalized-line layouts computed (tests check no re-layout)
         self._fade = 1.0
+        self._clock = clock
+        self._seen: dict[str, float] = {}  # row text → when it was first on screen
+        self.hold_timer = QTimer(self)  # repaints when a held row has had its time
+        self.hold_timer.setSingleShot(True)
+        self.hold_timer.timeout.connect(self.update)
         self.linger_timer = QTimer(self)
         self.linger_timer.setSingleShot(True)
         self.linger_timer.timeout.connect(self._start_fade)
@@ -129,6 +139,7 @@ class CaptionView(QWidget):
     def clear(self) -> None:
         self.finalized.clear()
         self.live = None
+        self._seen.clear()
         self._reflow()
         self.update()
 
@@ -176,6 +187,7 @@ class CaptionView(QWidget):
         if self._fade <= 0.0:
             self.finalized.clear()
             self.live = None
+            self._seen.clear()
             self._reflow()
             self.faded.emit()
 
@@ -208,6 +220,8 @@ class CaptionView(QWidget):
         self._live_rows = None
         for line in self.finalized:
             self._add_final(line)
+        for row, _ in self._rows:  # re-laid out, not new: nothing to hold for
+            self._seen.setdefault(row.text, float("-inf"))
 
     def _fits(self, text: str) -> bool:
         width = self._text_width()
@@ -274,12 +288,36 @@ class CaptionView(QWidget):
         return out
 
     def _rows_on_screen(self, texts: bool = False) -> list[tuple]:
-        """The last ``lines`` rows, as (text|row, has live text, kind)."""
+        """The last ``lines`` rows, as (text|row, has live text, kind).
+
+        A row on screen stays there for ``MIN_ROW_SECONDS``: when a burst of text
+        (catching up after start-up or a reconnect) would roll it off sooner, the
+        newest rows wait and the timer rolls them in as the older ones have had their
+        time, so each row shown gets its reading time. Rows of a burst that were never
+        on screen are not waited for (the history keeps them): captions stay live.
+        """
         self._check_key()
         limit = clamp_lines(self.appearance.lines)
-        rows = (self._rows[-limit:] + self._current_rows())[-limit:]
+        rows = self._rows + self._current_rows()  # at most KEEP_ROWS complete ones
+        start = max(0, len(rows) - limit)
+        now = self._clock()
+        for index in range(max(0, start - MAX_HELD_ROWS), start):
+            seen = self._seen.get(rows[index][0].text)
+            if seen is not None and now - seen < MIN_ROW_SECONDS:  # on screen, not yet read
+                start = index
+                self.hold_timer.start(int((seen + MIN_ROW_SECONDS - now) * 1000) + 1)
+                break
+        shown = rows[start : start + limit]
         return [(row.text if texts else row, row.live_from < len(row.text), kind)
-                for row, kind in rows]
+                for row, kind in shown]
+
+    def _mark_seen(self, rows: list[tuple]) -> None:
+        now = self._clock()
+        for row, _, _ in rows:
+            self._seen.setdefault(row.text, now)
+        if len(self._seen) > 4 * KEEP_ROWS:
+            recent = {row.text for row, _ in self._rows}
+            self._seen = {t: at for t, at in self._seen.items() if t in recent}
 
     # --- painting -----------------------------------------------------------
 
@@ -360,6 +398,7 @@ class CaptionView(QWidget):
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setOpacity(self._fade)
         rows = self._rows_on_screen()
+        self._mark_seen(rows)
         if rows and self._fade > 0:
             painter.setPen(Qt.PenStyle.NoPen)
             painter.setBrush(QColor(self.background))

@@ -2,6 +2,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QGuiApplication
 
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
+from captioner.ui.caption_view import MIN_ROW_SECONDS, CaptionView
 from captioner.ui.overlay import Overlay
 
 
@@ -142,3 +143,39 @@ def test_font_size_steps_are_clamped(qtbot, settings):
         assert overlay.change_font_size(4) == 72
     assert overlay.change_font_size(4) == 72
     assert overlay.view.font_final.pointSize() == 72
+
+
+def test_a_burst_of_text_rolls_in_no_faster_than_rows_can_be_read(qtbot, settings):
+    settings.appearance.lines = 2
+    now = [100.0]
+    view = CaptionView(settings.appearance, clock=lambda: now[0])
+    qtbot.addWidget(view)
+    view.resize(900, view.sizeHint().height())
+    view.show()
+    qtbot.waitExposed(view)
+    view.show_update(CaptionUpdate((final("It was the best of times, it was the worst"),
+                                    final("of times.", 1)), None))
+    view.grab()  # painted: both rows are now on screen, seen at t=100
+    assert [t for t, _ in view.visible_rows()] == ["It was the best of times, it was the worst",
+                                                   "of times."]
+    # a catch-up burst: three more rows at once, 0.2 s later
+    now[0] += 0.2
+    view.show_update(CaptionUpdate(
+        (final("It was the age of wisdom, it was the age of foolishness,", 2),
+         final("it was the epoch of belief, it was the epoch of incredulity,", 3)), None))
+    view.grab()
+    rows = [t for t, _ in view.visible_rows()]
+    assert rows[0] == "It was the best of times, it was the worst", "held for its reading time"
+    assert view.hold_timer.isActive()
+    shown = {rows[0]: 0.0}
+    for _ in range(40):  # the hold timer's steps, 0.1 s apart
+        now[0] += 0.1
+        view.grab()
+        rows = [t for t, _ in view.visible_rows()]
+        for row in shown:
+            if row in rows:
+                shown[row] += 0.1
+        shown.update({row: 0.0 for row in rows if row not in shown})
+    assert rows[-1].endswith("epoch of incredulity,")
+    assert len(shown) == 5, "every row of the burst was on screen"
+    assert all(t >= MIN_ROW_SECONDS - 0.3 for row, t in shown.items() if row not in rows)
