@@ -8,12 +8,17 @@ Each package draws its own tree in its module docstring and roots it here::
 
     CaptionerError
     ├── AudioError             captioner.audio.errors (PlaybackError too)
+    ├── CredentialsError       captioner.aws.errors
+    ├── EngineError            captioner.engine.model_paths (BindError: engine.access)
+    ├── RealtimeError          captioner.realtime.errors
+    ├── SessionError           captioner.session.errors
+    ├── TranscriptError        captioner.transcript.errors
     ├── TransportError         captioner.transport.base
     ├── TtsError               captioner.tts.errors
-    ├── EngineError            captioner.engine.model_paths
-    ├── TranscriptError        captioner.transcript.errors
     ├── ShortcutError          captioner.ui.global_shortcut
     └── …                      each further package roots its own tree here
+
+Settings never raise: a bad file or value becomes a problem message (captioner.settings).
 
 Rules: misuse by the caller is a different class from a fault of the peer; chain
 with ``raise … from exc``; keep errors typed up to the UI.

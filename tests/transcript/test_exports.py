@@ -52,6 +52,7 @@ def test_a_lone_surrogate_is_exported_as_a_replacement_character(tmp_path, fmt):
     out = export([broken, CaptionLine("next line", 2.0, 4.0)], fmt, tmp_path / f"x.{fmt}")
     text = out.read_text(encoding="utf-8")
     assert "caf\ufffd au lait" in text and "next line" in text
+    assert out.stat().st_mode & 0o777 == 0o600  # transcripts are private
 
 
 def test_a_full_disk_is_an_export_error_and_leaves_no_temp_file(tmp_path):
