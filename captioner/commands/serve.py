@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--engine", choices=("whisper",), default="whisper")
     p.add_argument("--model-dir",
-                   help="CTranslate2 Whisper model folder (default: bundled tiny.en)")
+                   help="CTranslate2 Whisper model folder (default: the model chosen in "
+                        "Settings → Recognition, bundled tiny.en unless changed)")
     p.add_argument("--threads", type=int, help="CPU threads for the engine")
     p.set_defaults(func=run)
 
@@ -36,7 +37,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_bind(args.host)
         engine = WhisperEngine(args.model_dir or rec.whisper_model_dir,
-                               args.threads or rec.whisper_threads)
+                               args.threads or rec.whisper_threads,
+                               model=rec.whisper_model, language=rec.whisper_language)
     except EngineError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2

@@ -104,9 +104,15 @@ class DigestCache:
             return str(entry[-1])
         value = sha256_file(file)
         self.hashed.append(file)
-        entries[key] = [stat.st_size, stat.st_mtime_ns, value]
-        self._save(entries)
+        self.remember(file, value)
         return value
+
+    def remember(self, file: Path, value: str) -> None:
+        """Record ``value`` as the digest of ``file`` as it is now (computed elsewhere)."""
+        stat = file.stat()
+        entries = self._load()
+        entries[str(file.resolve())] = [stat.st_size, stat.st_mtime_ns, value]
+        self._save(entries)
 
     def _load(self) -> dict[str, list[object]]:
         if self._entries is None:

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from faster_whisper import WhisperModel
 
-from captioner.engine.model_integrity import checked_model_dir
 from captioner.engine.model_paths import ModelDirError
+from captioner.engine.multilingual import decoding_language, model_folder
 from captioner.engine.streaming import (
     SAMPLE_RATE,
     StreamingOptions,
@@ -104,13 +104,14 @@ class WhisperEngine:
         *,
         options: StreamingOptions | None = None,
         beam_size: int = 1,
+        model: str = "tiny.en",
         language: str | None = None,
     ) -> None:
-        self.model_dir: Path = checked_model_dir(model_dir)
+        self.model_dir: Path = model_folder(model, model_dir)
         self.threads = max(1, int(threads))
         self.options = options or StreamingOptions()
         self.beam_size = beam_size
-        self.language = language
+        self.language = decoding_language(model, language)  # None: detected per decode
         try:
             self._model = _WindowedWhisper(
                 str(self.model_dir),
@@ -128,7 +129,9 @@ class WhisperEngine:
 
     @classmethod
     def from_settings(cls, recognition: RecognitionSettings, **kwargs: Any) -> WhisperEngine:
-        return cls(recognition.whisper_model_dir, recognition.whisper_threads, **kwargs)
+        return cls(recognition.whisper_model_dir, recognition.whisper_threads,
+                   model=recognition.whisper_model, language=recognition.whisper_language,
+                   **kwargs)
 
     def new_transcriber(self) -> StreamingTranscriber:
         """A fresh transcriber for one request (no context shared between requests)."""

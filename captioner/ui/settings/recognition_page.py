@@ -1,5 +1,9 @@
 """Settings → Recognition: where speech is recognised, and how to reach it.
 
+For the on-device engine: which model (English tiny.en, or multilingual base when
+the ``multilingual`` extra is installed) and which language (base only; detected
+unless one is chosen).
+
 AWS access keys typed here go to the OS keyring (``KeyringCredentials.store``)
 when the settings are applied, never into the settings file.
 """
@@ -7,10 +11,12 @@ when the settings are applied, never into the settings file.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtWidgets import (
     QButtonGroup,
+    QComboBox,
     QFormLayout,
     QGroupBox,
     QLabel,
@@ -21,6 +27,13 @@ from PySide6.QtWidgets import (
 )
 
 from captioner.aws import CredentialsError, KeyringCredentials
+from captioner.engine.languages import LANGUAGES
+from captioner.engine.multilingual import (
+    ENGLISH_ONLY,
+    EXTRA_HINT,
+    MODEL_LABELS,
+    multilingual_installed,
+)
 from captioner.settings import DEFAULT_STT_MODEL, Settings
 from captioner.transport.endpoint_url import EndpointSpec, format_endpoint, parse_endpoint
 from captioner.ui.settings import validation as v
@@ -42,12 +55,19 @@ def keys_stored(keys: KeyStore) -> bool:
         return False
 
 
+AUTO_DETECT = "Detect automatically"
+NOT_INSTALLED = f"The multilingual model is not installed; to use it, {EXTRA_HINT}."
+ENGLISH_ONLY_NOTE = "The English model always listens for English."
+
+
 class RecognitionPage(Page):
     title = "&Recognition"
 
-    def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None) -> None:
+    def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None, *,
+                 multilingual_available: Callable[[], bool] = multilingual_installed) -> None:
         super().__init__(parent)
         self.keys = keys or KeyringCredentials()
+        self.multilingual = multilingual_available()
         outer = QVBoxLayout(self)
         self.kind_group = QButtonGroup(self)
         self.embedded = QRadioButton("On &this computer (offline, built-in model)")
@@ -57,6 +77,29 @@ class RecognitionPage(Page):
             r.setAccessibleName(r.text().replace("&", ""))
             self.kind_group.addButton(r, i)
             outer.addWidget(r)
+
+        self.local_box = QGroupBox("On this computer")
+        local_form = QFormLayout(self.local_box)
+        self.whisper_model = QComboBox()
+        for name, label in MODEL_LABELS.items():
+            self.whisper_model.addItem(label, name)
+        self.add_row(local_form, "whisper_model", "Speech &model:", self.whisper_model,
+                     "Speech model")
+        self.model_note = QLabel(NOT_INSTALLED)
+        self.model_note.setWordWrap(True)
+        self.model_note.setAccessibleName("Speech model note")
+        local_form.addRow("", self.model_note)
+        self.whisper_language = QComboBox()
+        self.whisper_language.addItem(AUTO_DETECT, None)
+        for code, name in sorted(LANGUAGES.items(), key=lambda item: item[1]):
+            self.whisper_language.addItem(name, code)
+        self.add_row(local_form, "whisper_language", "&Language:", self.whisper_language,
+                     "Spoken language")
+        self.language_note = QLabel(ENGLISH_ONLY_NOTE)
+        self.language_note.setWordWrap(True)
+        self.language_note.setAccessibleName("Spoken language note")
+        local_form.addRow("", self.language_note)
+        outer.addWidget(self.local_box)
 
         self.ws_box = QGroupBox("Server")
         ws_form = QFormLayout(self.ws_box)
@@ -99,8 +142,15 @@ class RecognitionPage(Page):
         outer.addStretch(1)
         self.kind_group.idToggled.connect(lambda *_: self._enable())
         self.auth_group.idToggled.connect(lambda *_: self._enable())
+        self.whisper_model.currentIndexChanged.connect(lambda *_: self._enable())
 
     def _enable(self) -> None:
+        self.local_box.setEnabled(self.embedded.isChecked())
+        self.whisper_model.setEnabled(self.multilingual)
+        self.model_note.setVisible(not self.multilingual)
+        english_only = self.whisper_model.currentData() in ENGLISH_ONLY
+        self.whisper_language.setEnabled(not english_only)
+        self.language_note.setVisible(english_only)
         self.ws_box.setEnabled(self.websocket.isChecked())
         self.sm_box.setEnabled(self.sagemaker.isChecked())
         self.model.setEnabled(not self.embedded.isChecked())
@@ -129,6 +179,9 @@ class RecognitionPage(Page):
         self.keys_note.setText("Keys are stored in the OS keyring; leave the fields empty to "
                                "keep them." if self._stored() else "")
         self.model.setText(r.model or DEFAULT_STT_MODEL)
+        self.whisper_model.setCurrentIndex(max(0, self.whisper_model.findData(r.whisper_model)))
+        self.whisper_language.setCurrentIndex(
+            max(0, self.whisper_language.findData(r.whisper_language)))
         self._enable()
 
     def write(self, out: Settings) -> Errors:
@@ -136,6 +189,8 @@ class RecognitionPage(Page):
         r, aws = out.recognition, out.aws
         if self.embedded.isChecked():
             r.endpoint = "embedded"
+            r.whisper_model = self.whisper_model.currentData()
+            r.whisper_language = self.whisper_language.currentData()
         elif self.websocket.isChecked():
             if (e := v.ws_url_error(self.url.text())) is not None:
                 errors["url"] = e

