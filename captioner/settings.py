@@ -140,6 +140,19 @@ class EndpointDeploySettings:
 
 
 @dataclass
+class FeedSettings:
+    """Live captions for other apps (each off until turned on)."""
+
+    web_page: bool = False  # the loopback caption page (an OBS browser source)
+    web_port: int = ranged(8645, 1024, 65535)
+    token: str = ""  # made once when the page is first turned on; part of its URL
+    text_file: bool = False
+    text_path: str = ""  # "" = live-captions.txt in the transcript folder
+    vtt_file: bool = False
+    vtt_path: str = ""  # "" = live-captions.vtt in the transcript folder
+
+
+@dataclass
 class CloudSettings:
     stt: EndpointDeploySettings = field(
         default_factory=lambda: EndpointDeploySettings(instance_types=["ml.g6.4xlarge"])
@@ -163,6 +176,7 @@ class Settings:
     transcript: TranscriptSettings = field(default_factory=TranscriptSettings)
     tts: TtsSettings = field(default_factory=TtsSettings)
     cloud: CloudSettings = field(default_factory=CloudSettings)
+    feed: FeedSettings = field(default_factory=FeedSettings)
     first_run: bool = True
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ runtime_debs=(libportaudio2 libasound2-plugins pulseaudio pulseaudio-utils espea
   libdbus-1-3 libfontconfig1 fonts-dejavu-core libspeechd2 speech-dispatcher
   speech-dispatcher-espeak-ng
   gcc libc6-dev linux-libc-dev)  # pynput's evdev (Linux) builds from source
-test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils xdotool icu-devtools)
+test_debs=(sox xvfb shellcheck imagemagick x11-utils binutils xdotool icu-devtools chromium)
 
 apt_install() {
   local missing=()

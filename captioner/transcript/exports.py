@@ -116,13 +116,16 @@ def _vtt_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+VTT_HEADER = "WEBVTT\n\n"
+
+
+def vtt_cue(cue: Cue) -> str:
+    return (f"{cue.index}\n{timestamp(cue.start_ms, '.')} --> {timestamp(cue.end_ms, '.')}\n"
+            f"{_vtt_escape(cue.text)}\n")
+
+
 def to_vtt(lines: Iterable[CaptionLine]) -> str:
-    body = "\n".join(
-        f"{c.index}\n{timestamp(c.start_ms, '.')} --> {timestamp(c.end_ms, '.')}\n"
-        f"{_vtt_escape(c.text)}\n"
-        for c in build_cues(lines)
-    )
-    return "WEBVTT\n\n" + body
+    return VTT_HEADER + "\n".join(vtt_cue(c) for c in build_cues(lines))
 
 
 def to_txt(lines: Iterable[CaptionLine]) -> str:

@@ -34,9 +34,12 @@ from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import cloud_configured, control_from_settings
 from captioner.cloud.manager import EndpointManager
 from captioner.cloud.preflight import Preflight
+from captioner.feed.outputs import FeedOutputs
+from captioner.feed.page import render_page
 from captioner.realtime.captions import CaptionUpdate
 from captioner.transcript.journal import mark_recovered, unfinished_journals
 from captioner.ui.actions import AppActions
+from captioner.ui.appearance import palette
 from captioner.ui.confirm import ask
 from captioner.ui.controller import (
     CaptionController,
@@ -101,6 +104,7 @@ class CaptionerApp(QObject):
             # Without a tray nothing could be clicked to turn it off again: start clickable.
             self.overlay.set_click_through(False)
         self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
+        self.feed = FeedOutputs(self._on_notice)
         self.endpoint_setup = endpoint_setup or AccountSetupService()
         self.endpoints = endpoints or EndpointManager(
             lambda: control_from_settings(self.store.settings),
@@ -200,6 +204,7 @@ class CaptionerApp(QObject):
             settings.first_run = False
             self.store.touched()
         self.recover_journals()
+        self.spawn(self._configure_feed())
         if self.store.problems:  # a broken settings file (kept as .bak), values out of range
             self.overlay.set_notice(" ".join(self.store.problems))
         self.global_keys.start()
@@ -219,10 +224,20 @@ class CaptionerApp(QObject):
                                     " — see History")
         return [c.path for c in found]
 
+    async def _configure_feed(self) -> None:
+        """Start, stop or restyle the caption outputs to match the settings."""
+        s = self.store.settings
+        colours = palette(s.appearance)
+        page = render_page(text=colours.text, background=colours.background,
+                           live=colours.live, font=s.appearance.font_family,
+                           size_px=round(s.appearance.font_size * 4 / 3))
+        await self.feed.configure(s.feed, s.transcript.folder, page)
+
     async def shutdown(self) -> None:
         """Stop captioning, then cancel and await every task still running."""
         self.global_keys.stop()
         await self.controller.shutdown()
+        await self.feed.close()
         await self.replies.aclose()
         await self.endpoints.close()  # stops watching; the endpoints keep what the user chose
         await self.setup_runner.close()
@@ -309,6 +324,7 @@ class CaptionerApp(QObject):
         self.overlay.show_update(update)
         for line in update.finalized:
             self.history.append_line(line)
+        self.feed.publish(update)
         self.write_debug_state()
 
     def _on_status(self, status: CaptionStatus) -> None:
@@ -353,6 +369,8 @@ class CaptionerApp(QObject):
             self.global_keys.set_enabled(s.shortcuts.global_reply)
         if "transcript" in sections:
             self.history.set_folder(Path(s.transcript.folder))
+        if sections & {"feed", "appearance", "transcript"}:
+            self.spawn(self._configure_feed())
         if "aws" in sections:
             self.endpoints.reset_control()
         if sections & {"audio", "recognition", "aws"}:

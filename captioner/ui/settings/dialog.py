@@ -26,6 +26,7 @@ from captioner.ui.actions import AppActions
 from captioner.ui.settings.appearance_page import AppearancePage
 from captioner.ui.settings.audio_page import AudioPage, DeviceLister
 from captioner.ui.settings.common import Errors, Page
+from captioner.ui.settings.feed_page import FeedPage
 from captioner.ui.settings.other_pages import (
     AlertsPage,
     EndpointsPlaceholder,
@@ -52,6 +53,7 @@ class SettingsDialog(QDialog):
         self.alerts = AlertsPage()
         self.transcript = TranscriptPage()
         self.shortcuts = ShortcutsPage()
+        self.feed = FeedPage()
         self.endpoints: Page = EndpointsPlaceholder()
         self.tabs = QTabWidget()
         self.tabs.setAccessibleName("Settings pages")
@@ -80,7 +82,7 @@ class SettingsDialog(QDialog):
 
     def pages(self) -> Sequence[Page]:
         return (self.audio, self.recognition, self.appearance, self.alerts, self.transcript,
-                self.shortcuts, self.endpoints)
+                self.shortcuts, self.feed, self.endpoints)
 
     def set_endpoints_page(self, page: Page) -> None:
         """The endpoint-control work puts its page here (replacing the placeholder)."""

@@ -1,0 +1,41 @@
+"""What a feed page shows, as JSON messages (plain Python, no I/O).
+
+A page that connects gets a ``snapshot`` (the last finalized lines and the live
+line), then one ``update`` per CaptionUpdate, so a browser source added mid-call
+shows the current captions at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+
+from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
+
+KEEP_LINES = 3  # finalized lines a newly connected page starts with
+
+
+def _line(line: CaptionLine) -> dict[str, object]:
+    return {"text": line.text, "start": round(line.start, 3), "end": round(line.end, 3),
+            "kind": line.kind.value}
+
+
+class FeedState:
+    def __init__(self, keep: int = KEEP_LINES) -> None:
+        self._lines: deque[CaptionLine] = deque(maxlen=keep)
+        self._live: CaptionLine | None = None
+
+    def apply(self, update: CaptionUpdate) -> str:
+        """Record an update; return the message that tells connected pages about it."""
+        shown = [line for line in update.finalized if line.kind is not LineKind.GAP]
+        self._lines.extend(shown)
+        self._live = update.live
+        return json.dumps({"type": "update", "final": [_line(x) for x in shown],
+                           "live": update.live.text if update.live else ""})
+
+    def snapshot(self) -> str:
+        return json.dumps({"type": "snapshot", "final": [_line(x) for x in self._lines],
+                           "live": self._live.text if self._live else ""})
+
+
+__all__ = ["FeedState"]
