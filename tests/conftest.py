@@ -20,6 +20,15 @@ pytest_plugins: list[str] = [
 ]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
+    """Model digests and the assembled multilingual model go to a temporary folder,
+    never the user's cache (pytest keeps only its last few base folders)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CAPTIONER_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _collect_qt_garbage():
     """Collect reference cycles on the main thread after each test.
