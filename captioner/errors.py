@@ -14,6 +14,8 @@ Each package draws its own tree in its module docstring and roots it here::
     ├── SessionError           captioner.session.errors
     ├── TranscriptError        captioner.transcript.errors
     ├── TransportError         captioner.transport.base
+    ├── RealtimeError          captioner.realtime.errors
+    ├── SessionError           captioner.session.errors
     ├── TtsError               captioner.tts.errors
     ├── ShortcutError          captioner.ui.global_shortcut
     └── …                      each further package roots its own tree here

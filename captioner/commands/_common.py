@@ -10,7 +10,7 @@ from typing import TextIO
 
 from captioner import settings as settings_mod
 from captioner.realtime.captions import CaptionUpdate, LineKind
-from captioner.session import SessionStatus
+from captioner.session import SessionState, SessionStatus
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,9 @@ class TerminalCaptions:
         self.out.flush()
 
     def status(self, status: SessionStatus) -> None:
+        """Waiting for an endpoint (starting, refusing, unreachable) is said on stderr."""
         log.info("= %s", status)
-        if status.state.value == "reconnecting" and status.detail:
+        if status.state in (SessionState.CONNECTING, SessionState.RECONNECTING) and status.detail:
             self._clear_live()
             print(f"[{status}]", file=sys.stderr, flush=True)
 

@@ -229,8 +229,11 @@ class CaptionSession:
                 waited = self._clock() - first_try
                 if not policy.retry_connect(exc, ever_connected=ever_connected, waited=waited,
                                             fail_fast=self.options.fail_fast):
-                    self._set_status(SessionState.FAILED, str(exc))
-                    raise SessionFailed(str(exc)) from exc
+                    reason = str(exc)
+                    if exc.retryable and attempt:
+                        reason += f" (still refusing after {waited:.0f} s of retrying)"
+                    self._set_status(SessionState.FAILED, reason)
+                    raise SessionFailed(reason) from exc
                 attempt += 1
                 await self._backoff(attempt, str(exc), ever_connected)
                 continue

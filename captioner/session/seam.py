@@ -135,13 +135,15 @@ class Seam:
     def _skip(self, held: list[str]) -> int:
         """How many held words repeat the shown ones: of the counts the audio allows,
         those whose words match the end of the shown text (one slip in four words is
-        forgiven), the closest to the audio's estimate."""
-        high = len(self.expected)
-        fits = [k for k in range(self.repeat.low, high + 1)
-                if k == 0 or (k <= len(held) and self._mismatches(held, k) <= k // 4)]
+        forgiven), the closest to the audio's estimate; with no match, the estimate."""
+        estimate = self.repeat.estimate
+        fits = [k for k in range(max(1, self.repeat.low), len(self.expected) + 1)
+                if k <= len(held) and self._mismatches(held, k) <= k // 4]
+        if estimate == 0:
+            fits.append(0)
         if not fits:
-            return self.repeat.estimate  # the text cannot tell: trust the audio
-        return min(fits, key=lambda k: (abs(k - self.repeat.estimate), -k))
+            return estimate  # the text cannot tell: trust the audio
+        return min(fits, key=lambda k: (abs(k - estimate), -k))
 
     def _mismatches(self, held: list[str], k: int) -> int:
         tail = self.expected[len(self.expected) - k:]

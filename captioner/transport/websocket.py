@@ -25,6 +25,11 @@ from captioner.transport.base import (
 
 log = logging.getLogger(__name__)
 
+# Besides 5xx: a timeout, 424 (SageMaker's "model container is loading" and other model
+# errors while an endpoint starts), too early, too many requests.
+RETRYABLE_STATUS = frozenset({408, 424, 425, 429})
+REASON_CHARS = 160
+
 
 class WebSocketTransport:
     def __init__(self, ws: ClientConnection, url: str) -> None:
@@ -41,8 +46,10 @@ class WebSocketTransport:
             raise EndpointError(f"not a WebSocket URL: {url}", retryable=False) from exc
         except InvalidStatus as exc:
             status = exc.response.status_code
+            reason = _first_line(exc.response.body)
             raise EndpointError(
-                f"{url} answered HTTP {status}", status, retryable=status >= 500
+                f"{url} answered HTTP {status}{': ' + reason if reason else ''}", status,
+                retryable=status >= 500 or status in RETRYABLE_STATUS,
             ) from exc
         except InvalidHandshake as exc:
             raise ConnectError(f"{url} is not a WebSocket endpoint: {exc}") from exc
@@ -82,6 +89,14 @@ class WebSocketTransport:
             await self._ws.close()
         except Exception:  # closing must never raise
             log.debug("! error while closing", exc_info=True)
+
+
+def _first_line(body: bytes | None) -> str:
+    """The start of an HTTP error body, as a reason a user can read."""
+    if not body:
+        return ""
+    text = body.decode("utf-8", "replace").strip().splitlines()
+    return text[0][:REASON_CHARS] if text else ""
 
 
 def _closed_reason(exc: ConnectionClosed) -> str:

@@ -16,21 +16,20 @@ import pytest
 
 from captioner.session import CaptionSession, SessionOptions
 from captioner.transport.websocket import websocket_connector
-from tests.support.speech_set import clip
-from tests.support.strict_speech import IMPOSSIBLE_TEXT, Faults, SpeechScript, script_for
+from tests.support.strict_speech import IMPOSSIBLE_TEXT, Faults, SpeechScript
 
 CHUNK = 4096
 SPEED = 4.0  # times real time: fast enough for a test, slow enough to be live audio
 
 
-@pytest.fixture(scope="module")
-def sonnet() -> SpeechScript:
-    return script_for(clip("sonnet"))  # 53 s
+@pytest.fixture
+def sonnet(sonnet_script) -> SpeechScript:
+    return sonnet_script
 
 
-@pytest.fixture(scope="module")
-def jfk() -> SpeechScript:
-    return script_for(clip("jfk"))  # 11 s; "ask not what your country can do… ask what you"
+@pytest.fixture
+def jfk(jfk_script) -> SpeechScript:
+    return jfk_script
 
 
 async def paced(pcm: bytes):

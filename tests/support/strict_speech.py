@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from tests.support.speech_set import SpeechClip
+from tests.support.speech_set import SpeechClip, clip
 from tests.support.transcribers import ThreadedServer
 
 RATE = 16_000
@@ -252,6 +252,18 @@ def script_for(clip: SpeechClip) -> SpeechScript:
         pcm = clip.pcm16()
         _scripts[clip.name] = SpeechScript(pcm, timed_words(pcm))
     return _scripts[clip.name]
+
+
+@pytest.fixture(scope="session")
+def jfk_script() -> SpeechScript:
+    """11 s of Kennedy: "ask not what your country can do for you, ask what you…"."""
+    return script_for(clip("jfk"))
+
+
+@pytest.fixture(scope="session")
+def sonnet_script() -> SpeechScript:
+    """53 s of Shakespeare's first sonnet, read for LibriVox."""
+    return script_for(clip("sonnet"))
 
 
 @pytest.fixture
