@@ -56,7 +56,9 @@ log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
 PREFERRED_SIZE = QSize(900, 760)  # the set-up reads best without side-scrolling
-TAB_TITLES: dict[Kind, str] = {"stt": "&Captions (speech-to-text)", "tts": "Re&plies (speech)"}
+# digits as mnemonics: Alt+1 / Alt+2 switch kinds without taking letters the buttons use
+TAB_TITLES: dict[Kind, str] = {"stt": "&1 Captions (speech-to-text)",
+                               "tts": "&2 Replies (speech)"}
 
 
 class EndpointsPage(Page):
@@ -155,6 +157,7 @@ class EndpointsPage(Page):
             setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
             setup.refresh_requested.connect(self.refresh_lists)
             setup.preflight.accepted_changed.connect(lambda: self.commit())
+            setup.edited.connect(setup.preflight.mark_stale)
         self.account.checked.connect(self._on_account)
         self.keep_button.clicked.connect(self._keep_running)
         self.orphans_button.clicked.connect(self._stop_orphans)
@@ -194,10 +197,7 @@ class EndpointsPage(Page):
         self.store.replace(new)
         if checked_part(new) != before:
             for setup in self.setups.values():
-                if setup.preflight.preflight is not None:
-                    setup.preflight.set_preflight(None)
-                    setup.preflight.set_running("The set-up changed since the last check: "
-                                                "press Check set-up.")
+                setup.preflight.mark_stale()
         return None
 
     # ---- actions -------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from PySide6.QtGui import QGuiApplication
 from captioner import settings as settings_io
 from captioner.cloud.endpoints import control_from_settings
 from captioner.cloud.manager import EndpointManager, Phase
+from captioner.cloud.preflight import ORDER
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints_page import EndpointsPage
@@ -48,8 +49,9 @@ def tick(pool, itype: str, on: bool) -> None:
     raise AssertionError(f"{itype} is not in the pool list")
 
 
-def texts(setup) -> list[str]:
-    return [label.text() for label in setup.preflight.labels.values()]
+def texts(setup) -> dict[str, str]:
+    """The preflight lines shown, by check id."""
+    return {key: label.text() for key, label in setup.preflight.labels.items()}
 
 
 def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, store, aws):
@@ -76,16 +78,18 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         row.start_button.click()
         await wait_until(lambda: stt.preflight.labels, 30, "the preflight list")
         lines = texts(stt)
-        assert lines[0] == f"✔ PASS  AWS credentials: Account {ACCOUNT} as user/moto."
-        assert lines[1].startswith("✘ FAIL  Execution role: No execution role is chosen. "
-                                   "Fix: Choose a role that SageMaker may assume, or let "
-                                   "Captioner create one")
-        assert lines[2] == ("? UNKNOWN  Permission to pass the role: Not checked until the "
-                            "execution role is sorted out.")
+        assert lines["credentials"] == (f"✔ PASS  AWS credentials: Account {ACCOUNT} as "
+                                        "user/moto.")
+        assert lines["role"].startswith(
+            "✘ FAIL  Execution role: No execution role is chosen. Fix: Choose a role that "
+            "SageMaker may assume, or let Captioner create one")
+        assert lines["pass-role"] == ("? UNKNOWN  Permission to pass the role: Not checked "
+                                      "until the execution role is sorted out.")
         assert "pass-role" not in stt.preflight.overrides  # fixed at the role, not gone past
-        assert lines[3] == ("✘ FAIL  Container image: No STT image is chosen. Fix: Choose an "
-                            "image from your ECR repositories, or build and push one (needs "
-                            f"Docker) with: container/build_and_push.sh us-east-1 {ACCOUNT}")
+        assert lines["image"] == (
+            "✘ FAIL  Container image: No STT image is chosen. Fix: Choose an image from your "
+            "ECR repositories, or build and push one (needs Docker) with: "
+            f"container/build_and_push.sh us-east-1 {ACCOUNT}")
         assert stt.preflight.summary.text() == ("Not ready: the execution role check fails. "
                                                 "Fix it below, then press Check again.")
         assert page.confirmation is None
@@ -143,7 +147,8 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         await wait_until(lambda: stt.check_button.isEnabled()
                          and stt.preflight.preflight is not None, 30, "the checks")
         lines = texts(stt)
-        assert lines[1:] == [
+        assert list(lines) == [c.value for c in ORDER]  # every check, in its order
+        assert [lines[k] for k in ("role", "pass-role", "image", "model", "quota", "price")] == [
             "✔ PASS  Execution role: Role captioner-endpoint-stt exists and SageMaker may "
             "assume it.",
             "✔ PASS  Permission to pass the role: user/moto may pass captioner-endpoint-stt "

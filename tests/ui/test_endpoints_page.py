@@ -101,7 +101,7 @@ class PassingService:
                          tuple(Check(check_id, Status.PASS, "Fine.") for check_id in ORDER))
 
     def instance_types(self, kind: Kind, region: str) -> list[str]:
-        return ["ml.g6.4xlarge"]
+        return ["ml.g6.4xlarge", "ml.g6.xlarge"]
 
     def hourly_price(self, instance_type: str, region: str) -> float | None:
         return 1.6
@@ -319,19 +319,31 @@ def test_results_go_stale_when_what_they_checked_changes(qapp, qtbot) -> None:
     qtbot.addWidget(page)
     stt = page.setups["stt"]
 
-    async def scenario() -> None:
+    async def check() -> None:
         stt.check_button.click()
         await wait_until(lambda: len(stt.preflight.labels) == len(ORDER), what="checks")
         assert stt.preflight.summary.text() == ("All checks pass: the captions endpoint can "
                                                 "be started.")
+
+    def stale() -> bool:
+        return stt.preflight.labels == {} and stt.preflight.summary.text() == (
+            "The set-up changed since the last check: press Check set-up.")
+
+    async def scenario() -> None:
+        await check()
         assert page.commit() is None  # nothing changed: the results stand
         assert len(stt.preflight.labels) == len(ORDER)
-        stt.model.setText("s3://my-models/voxtral/")
+        stt.model.setText("s3://my-models/voxtral/")  # an edit makes them stale at once
+        assert stale()
         assert page.commit() is None
-        assert stt.preflight.labels == {}
-        assert stt.preflight.summary.text() == ("The set-up changed since the last check: "
-                                                "press Check set-up.")
         assert page.store.settings.cloud.stt.model_source == "s3://my-models/voxtral/"
+        await check()
+        stt.pool.list.item(1).setCheckState(Qt.CheckState.Checked)  # a pool tick too
+        assert stale()
+        await check()
+        page.account.region.setCurrentText("eu-west-1")  # the account: stale once saved
+        assert page.commit() is None
+        assert stale()
         await manager.close()
 
     run_async(qapp, scenario)

@@ -51,6 +51,7 @@ class KindSetup(QWidget):
     check_requested = Signal()
     create_role_requested = Signal()
     refresh_requested = Signal()
+    edited = Signal()  # a field the preflight reads changed (its results are stale)
 
     def __init__(self, kind: Kind, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -159,6 +160,11 @@ class KindSetup(QWidget):
         self.create_role_button.clicked.connect(self.create_role_requested.emit)
         self.refresh_button.clicked.connect(self.refresh_requested.emit)
         self.copy_button.clicked.connect(self._copy)
+        for changed in (self.image.currentTextChanged, self.model.textChanged,
+                        self.role.currentTextChanged, self.pool.changed,
+                        self.autoscale.toggled, self.scale_min.valueChanged,
+                        self.scale_max.valueChanged):
+            changed.connect(lambda *_: self.edited.emit())
 
     def _field(self, form: QFormLayout, key: str, text: str, widget: QWidget, name: str,
                extra: QWidget | None = None, below: tuple[QWidget, ...] = ()) -> None:

@@ -49,6 +49,12 @@ class PreflightList(QWidget):
         self.summary.setText(text)
         self.summary.setStyleSheet("")
 
+    def mark_stale(self) -> None:
+        """What the shown results checked has changed: clear them and say so."""
+        if self.preflight is not None:
+            self.set_preflight(None)
+            self.set_running("The set-up changed since the last check: press Check set-up.")
+
     def set_accepted(self, keys: list[str]) -> None:
         self.accepted = list(keys)
         for key, box in self.overrides.items():
