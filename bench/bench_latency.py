@@ -182,9 +182,10 @@ class Tap:
 class StampedSource:
     """The app's real AudioCapture, with each chunk handed to the session time-stamped."""
 
-    def __init__(self, capture: AudioCapture, log: BlockLog) -> None:
+    def __init__(self, capture: AudioCapture, log: BlockLog, probe: Probe) -> None:
         self.capture = capture
         self.log = log
+        probe.capture = capture
 
     def __getattr__(self, name: str):
         return getattr(self.capture, name)
@@ -208,6 +209,7 @@ class Probe:
     chunks: BlockLog = field(default_factory=lambda: BlockLog(rate=16_000.0))
     updates: list[tuple[float, list[str]]] = field(default_factory=list)
     paints: list[tuple[float, list[str]]] = field(default_factory=list)
+    capture: AudioCapture | None = None
 
     def opener(self, device, on_block, on_end):
         log = self.callbacks
@@ -221,13 +223,22 @@ class Probe:
         return stream
 
     def source_factory(self, audio):
-        return StampedSource(AudioCapture.from_settings(audio, opener=self.opener), self.chunks)
+        return StampedSource(AudioCapture.from_settings(audio, opener=self.opener), self.chunks,
+                             self)
 
 
 def watch(app: CaptionerApp, probe: Probe) -> None:
-    """Record the words the controller has and the words each paint showed."""
+    """Record the words the controller has and the words each paint showed.
+
+    A paint is read from the view itself (its finalized lines, in order, and its
+    live line), since the view may paint inside the same signal emission that
+    brings the update, before any later slot has seen it.
+    """
     final: list[str] = []
     live: list[str] = []
+    view = app.overlay.view
+    painted_final: list[str] = []
+    seen_lines: set[int] = set()
 
     def on_update(update: CaptionUpdate) -> None:
         for line in update.finalized:
@@ -236,9 +247,14 @@ def watch(app: CaptionerApp, probe: Probe) -> None:
         probe.updates.append((time.monotonic(), final + live))
 
     def on_paint() -> None:
-        words = final + live
+        now = time.monotonic()
+        for line in view.finalized:
+            if id(line) not in seen_lines:
+                seen_lines.add(id(line))
+                painted_final.extend(line.text.split())
+        words = painted_final + (view.live.text.split() if view.live else [])
         if not probe.paints or probe.paints[-1][1] != words:
-            probe.paints.append((time.monotonic(), list(words)))
+            probe.paints.append((now, words))
 
     app.controller.update.connect(on_update)
     app.overlay.view.painted.connect(on_paint)
@@ -305,7 +321,8 @@ def report(words: list[ScriptWord], clip_onset: float, tap: Tap | None, probe: P
 
     ref = [w.text for w in words]
     painted = first_seen(ref, probe.paints)
-    updated = first_seen(ref, probe.updates)
+    # the view may paint inside the update's own signal emission, before this probe's slot
+    updated = [min(u, p) for u, p in zip(first_seen(ref, probe.updates), painted, strict=True)]
     ends = [played(w.end) for w in words]
     total = [p - e for p, e in zip(painted, ends, strict=True)]
     shown = sum(not np.isnan(p) for p in painted)
@@ -314,7 +331,11 @@ def report(words: list[ScriptWord], clip_onset: float, tap: Tap | None, probe: P
     print(summary("update → painted (ms)", [p - u for p, u in zip(painted, updated,
                                                                      strict=True)], 1000))
     print(f"{'CPU while playing':>34}: {cpu / seconds * 1000:.0f} ms per audio second "
-          "(whole process)")
+          f"(whole process{', with the tap' if tap else ''})")
+    if probe.capture is not None:
+        cap = probe.capture
+        print(f"{'capture losses':>34}: {cap.device_overflows} driver overflows, "
+              f"{cap.dropped_frames} frames dropped; {len(probe.callbacks.times)} callbacks")
     if endpoint != "timed" or factory is None or not factory.made:
         return
     server = factory.made[0]

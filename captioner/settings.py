@@ -51,8 +51,8 @@ class AudioSettings:
     system_device: str | None = None
     mic_gain: float = ranged(1.0, 0.0, 8.0)
     system_gain: float = ranged(1.0, 0.0, 8.0)
-    # 128 ms of 16 kHz PCM16; see captioner.audio.chunker (20 ms … 1 s)
-    chunk_bytes: int = ranged(4096, 640, 32_000)
+    # 80 ms of 16 kHz PCM16, one model frame; see captioner.audio.chunker (20 ms … 1 s)
+    chunk_bytes: int = ranged(2560, 640, 32_000)
 
 
 @dataclass

@@ -1,15 +1,19 @@
 """Live capture of the microphone, system audio, or both mixed, as PCM16 chunks.
 
 Threading: PortAudio calls :meth:`_Source.on_block` on its own thread. That
-callback never blocks and allocates nothing per block: it copies the frames
-into a preallocated single-producer/single-consumer ring and schedules a
-wake-up on the asyncio loop with ``call_soon_threadsafe`` once the ring holds
-enough audio to complete the next chunk (``wake_at``, set by the loop after each
-drain). Waking the loop per PortAudio block (~10 ms) would cost far more CPU
-and gain no latency, since nothing leaves before a chunk is full. A full ring
-drops the block and counts it (``dropped_frames``); the loop side logs the
-count, so an overflow is never silent. Everything else (downmix, soxr, mixing,
-PCM16, chunking) runs on the loop, once per chunk (see bench/bench_pipeline.py).
+callback never blocks: it downmixes and resamples the block to 16 kHz (soxr,
+tens of microseconds), copies the result into a preallocated single-producer/
+single-consumer ring, and schedules a wake-up on the asyncio loop with
+``call_soon_threadsafe`` exactly when the ring completes the next chunk
+(``wake_at``, in 16 kHz samples, set by the loop after each drain). Resampling
+here rather than on the loop is what makes that moment exact: soxr releases its
+output in lumps of ~30 ms, which the loop could only guess at (waking too early
+costs a second wake-up, too late holds every word back). Waking the loop per
+PortAudio block (~10 ms) would cost far more CPU and gain no latency, since
+nothing leaves before a chunk is full. A full ring drops the block and counts it
+(``dropped_frames``); the loop side logs the count, so an overflow is never
+silent. Mixing, PCM16 and chunking run on the loop, once per chunk (see
+bench/bench_pipeline.py; bench/bench_latency.py times every stage).
 
 ``both`` resamples each source on its own and mixes them in the 16 kHz domain,
 aligned by sample count. If one source lags more than ``max_lag_seconds``
@@ -46,7 +50,6 @@ log = logging.getLogger(__name__)
 
 Mode = Literal["mic", "system", "both"]
 LEVEL_FLOOR_DBFS = -100.0
-WAKE_MARGIN = 256  # 16 kHz samples beyond the next chunk before the loop is woken
 _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one source
 
 
@@ -171,14 +174,17 @@ class _Source:
         self.last_drop_log = -math.inf
 
     def on_block(self, block: np.ndarray, overflowed: bool) -> None:
-        """Audio thread: copy the block into the ring and wake the loop. Never blocks."""
+        """Audio thread: resample the block into the ring and wake the loop. Never blocks."""
         try:
             self.last_block = time.monotonic()
             self.blocks += 1
             if overflowed:
                 self.device_overflows += 1
-            ring = self.ring
-            full = ring is None or not ring.write(block)
+            ring, resampler = self.ring, self.resampler
+            full = ring is None or resampler is None
+            if not full:
+                samples = resampler.process(block)  # type: ignore[union-attr]
+                full = not ring.write(samples[:, None])  # type: ignore[union-attr]
             if full:
                 self.dropped_frames += block.shape[0]
             if (not self.wake_pending and self.loop is not None
@@ -189,14 +195,14 @@ class _Source:
             self.wake_pending = False  # the loop is closing; nothing left to wake
 
     def drain(self) -> None:
-        """Loop side: resample whatever the ring holds into the 16 kHz FIFO."""
+        """Loop side: move whatever the ring holds on (to PCM16 or the mixing FIFO)."""
         self.wake_pending = False  # before reading, so a later block re-arms the wake-up
-        ring, resampler = self.ring, self.resampler
-        if ring is None or resampler is None:
+        ring = self.ring
+        if ring is None:
             return
         parts, frames = ring.segments()
         for part in parts:
-            self.push16(resampler.process(part))
+            self.push16(part[:, 0])
         ring.release(frames)
 
     def push16(self, samples: np.ndarray) -> None:
@@ -341,11 +347,11 @@ class AudioCapture:
                 stream = await asyncio.to_thread(self._opener, src.device, src.on_block,
                                                  lambda msg, s=src: self._ended(s, msg))
                 src.stream = stream
-                src.ring = FrameRing(max(1, int(stream.samplerate * self._buffer_seconds)),
-                                     stream.channels)
+                src.ring = FrameRing(max(1, int(TARGET_RATE * self._buffer_seconds)), 1)
                 src.resampler = Resampler(stream.samplerate, stream.channels)
                 src.rate = stream.samplerate
                 src.open = True
+                self._rearm(src)
             now = time.monotonic()
             for src in self._sources:
                 src.last_block = now
@@ -422,16 +428,12 @@ class AudioCapture:
         self._rearm(src)
 
     def _rearm(self, src: _Source) -> None:
-        """Tell the callback how many more input frames complete the next chunk."""
+        """Tell the callback how many more 16 kHz samples complete the next chunk."""
         ring = src.ring
-        if ring is None or not src.rate:
+        if ring is None:
             return
         missing = (self.chunk_bytes - self._chunker.pending) // 2 - len(src.fifo)
-        # soxr emits in lumps of ~490 samples; asking for a little more than the chunk
-        # needs saves a second wake-up per chunk that would find the lump not yet out.
-        missing = max(missing, 1) + WAKE_MARGIN
-        frames = math.ceil(missing * src.rate / TARGET_RATE)
-        src.wake_at = ring.read + min(frames, ring.capacity // 2)
+        src.wake_at = ring.read + min(max(missing, 1), ring.capacity // 2)
 
     def _mix(self, final: bool) -> None:
         sources = self._sources

@@ -2,16 +2,18 @@
 
 The Realtime protocol takes audio in ``input_audio_buffer.append`` events; each
 event costs a JSON frame, so chunk size trades latency for overhead (DESIGN §3):
-2048 bytes ≈ 64 ms, 4096 ≈ 128 ms, 8192 ≈ 256 ms of 16 kHz PCM16.
+2560 bytes = 80 ms, 4096 = 128 ms, 8192 = 256 ms of 16 kHz PCM16.
 
-4096 bytes is the default. bench/bench_pipeline.py (48 kHz stereo in, 32 ms
-blocks, 2-core VM) measured about 4.8 / 2.8 / 1.7 ms CPU per audio second at
-2 / 4 / 8 KB back to back (a naive pipeline: about 16), and 8.5 ms at 4 KB with
-blocks arriving in real time, half of it the bare hand-off to the loop. Every
-size costs under 1 % of one core, so CPU does not decide; latency does: 8 KB
-holds each word back another 128 ms before the recogniser can see it, while
-2 KB doubles the per-event overhead for 64 ms gained. Voxtral consumes 80 ms
-frames, so 128 ms chunks always carry at least one whole frame.
+2560 bytes is the default: exactly one Voxtral model frame (the model emits one
+token per 80 ms of audio). The server counts frames from a request's start and
+chunks are cut from the start of the audio, so (until a reconnect resumes
+mid-chunk) a chunk's end is a frame's end: the server can emit a word's token
+the moment the chunk arrives. Smaller chunks gain nothing
+there (the frame is not complete before), and 64 ms chunks would even add a
+wait, since their ends drift against the 80 ms frames; larger ones hold every
+word back by up to the chunk length. bench/bench_latency.py measures it through
+a Voxtral-like server. CPU is not the limit: bench/bench_pipeline.py measured a
+few ms per audio second at any size, under 1 % of one core.
 
 The partial chunk lives in one preallocated ``bytearray``; whole chunks are cut
 straight from the input when nothing is pending, so there is no per-call
@@ -20,8 +22,9 @@ reallocation or ever-growing buffer.
 
 from __future__ import annotations
 
-CHUNK_SIZES = (2048, 4096, 8192)
-DEFAULT_CHUNK_BYTES = 4096
+CHUNK_SIZES = (2560, 4096, 8192)
+MODEL_FRAME_BYTES = 2560  # 80 ms: one Voxtral frame
+DEFAULT_CHUNK_BYTES = MODEL_FRAME_BYTES
 BYTES_PER_SECOND = 16_000 * 2
 
 

@@ -48,9 +48,14 @@ def open_input(device: AudioDevice, on_block: BlockCallback, on_end: EndCallback
     return PortAudioInput(device, on_block, on_end)
 
 
-# Audio leaves in 64–256 ms chunks, so 32 ms blocks add no latency worth having, and
-# a third as many callbacks (each a Python call on PortAudio's thread) as 10 ms blocks.
-BLOCK_SECONDS = 0.032
+# Every word waits for the block that carries its end. 32 ms blocks held words ~45 ms
+# between leaving the output and reaching the callback; 20 ms blocks ~20 ms
+# (bench/bench_latency.py). The loop is still woken once per chunk, so smaller blocks
+# only add a short Python call (with a soxr step) per block on PortAudio's thread:
+# 10 ms blocks cost the whole app ~20 ms more CPU per audio second for ~5 ms less
+# latency, 20 ms blocks about nothing. PortAudio's default (high) input latency only
+# sizes the buffer that absorbs a late callback; it adds no delay, so it stays.
+BLOCK_SECONDS = 0.020
 
 
 class PortAudioInput:
@@ -121,7 +126,7 @@ class WasapiInput:
             self._stream = self._pa.open(
                 format=pyaudio.paFloat32, channels=channels, rate=int(self.samplerate),
                 input=True, input_device_index=device.device_index, stream_callback=callback,
-                start=False,
+                frames_per_buffer=int(self.samplerate * BLOCK_SECONDS), start=False,
             )
         except OSError as exc:
             self._pa.terminate()

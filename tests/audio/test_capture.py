@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+import soxr
 
 from captioner.audio.capture import AudioCapture, FrameRing, State
 from captioner.audio.devices import AudioDevice
@@ -101,14 +102,14 @@ def test_blocks_from_another_thread_arrive_in_order():
 def test_overflow_is_counted_and_logged(caplog):
     async def main():
         opener = Opener()
-        # a ring of 480 frames (10 ms at 48 kHz)
-        cap = AudioCapture("system", system=SYSTEM, buffer_seconds=0.01, opener=opener)
+        # a ring of 160 samples (10 ms at 16 kHz; the mic needs no resampling)
+        cap = AudioCapture("mic", mic=MIC, buffer_seconds=0.01, opener=opener)
         await cap.start()
-        stream = opener.streams["system"]
-        block = np.zeros((200, 2), np.float32)
+        stream = opener.streams["mic"]
+        block = np.zeros((60, 1), np.float32)
         for _ in range(5):  # the loop does not run in between: the ring fills up
             stream.on_block(block, False)
-        assert cap.dropped_frames == 3 * 200
+        assert cap.dropped_frames == 3 * 60
         stream.on_block(block, True)
         assert cap.device_overflows == 1
         await asyncio.sleep(0)  # let the scheduled wake-up run
@@ -116,7 +117,7 @@ def test_overflow_is_counted_and_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="captioner.audio.capture"):
         run(main())
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert any("overflow" in m and "800 total" in m and m.startswith("!") for m in warnings)
+    assert any("overflow" in m and "240 total" in m and m.startswith("!") for m in warnings)
 
 
 def test_ring_never_overwrites_unread_frames():
@@ -223,3 +224,41 @@ def test_from_settings_picks_devices_by_name_and_gains():
     cap = AudioCapture.from_settings(settings, devices=[MIC, SYSTEM], opener=Opener())
     assert cap.devices == [SYSTEM, MIC] and cap.chunk_bytes == 8192
     assert [s.gain for s in cap._sources] == [1.3, 0.7]
+
+
+def test_each_chunk_leaves_with_the_block_that_completes_it():
+    """The loop is woken exactly when soxr has put out a chunk's last sample: not later
+    (that would hold every word back), and not before (a wasted wake-up)."""
+    async def settle():
+        for _ in range(5):  # the wake-up callback, then the consumer, run on this loop
+            await asyncio.sleep(0)
+
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("system", system=SYSTEM, chunk_bytes=2560, opener=opener)
+        await cap.start()
+        source = cap._sources[0]
+        wakes = []
+        pump = source.pump
+        source.pump = lambda src: (wakes.append(1), pump(src))
+        got: list[bytes] = []
+
+        async def consume():
+            async for chunk in cap.chunks():
+                got.append(chunk)
+
+        consumer = asyncio.create_task(consume())
+        reference = soxr.ResampleStream(48_000, 16_000, 1, dtype="float32", quality="HQ")
+        rng = np.random.default_rng(3)
+        out = 0
+        for _ in range(100):  # 1 s of 10 ms blocks
+            block = (rng.standard_normal((480, 2)) * 0.1).astype(np.float32)
+            out += reference.resample_chunk(block.mean(axis=1)).size
+            opener.streams["system"].on_block(block, False)
+            await settle()
+            assert len(got) == out // 1280
+        assert len(got) >= 10
+        assert len(wakes) == len(got)
+        await cap.stop()
+        await consumer
+    run(main())

@@ -39,7 +39,7 @@ def test_one_big_feed_gives_many_chunks_and_memoryview_input_works():
 
 
 def test_chunk_duration():
-    assert [chunk_ms(s) for s in CHUNK_SIZES] == [64.0, 128.0, 256.0]
+    assert [chunk_ms(s) for s in CHUNK_SIZES] == [80.0, 128.0, 256.0]
 
 
 @pytest.mark.parametrize("size", [0, -2, 3])

@@ -1,4 +1,4 @@
-from PySide6.QtCore import QRect, Qt
+from PySide6.QtCore import QCoreApplication, QRect, Qt
 from PySide6.QtGui import QColor, QGuiApplication
 
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
@@ -179,3 +179,17 @@ def test_a_burst_of_text_rolls_in_no_faster_than_rows_can_be_read(qtbot, setting
     assert rows[-1].endswith("epoch of incredulity,")
     assert len(shown) == 5, "every row of the burst was on screen"
     assert all(t >= MIN_ROW_SECONDS - 0.3 for row, t in shown.items() if row not in rows)
+
+
+def test_a_new_word_is_painted_at_once_and_a_repeat_not_at_all(qtbot, settings):
+    overlay = make_overlay(qtbot, settings)
+    view = overlay.view
+    QCoreApplication.processEvents()  # the first paint after show(), before measuring
+    paints = []
+    view.painted.connect(lambda: paints.append(view.visible_text()))
+    overlay.show_update(CaptionUpdate((), live("hello")))
+    assert paints == ["hello"]  # painted before show_update returned, not on a later loop pass
+    overlay.show_update(CaptionUpdate((), live("hello")))  # the session's tick: nothing new
+    assert paints == ["hello"]
+    overlay.show_update(CaptionUpdate((), live("hello there")))
+    assert paints == ["hello", "hello there"]

@@ -85,7 +85,7 @@ def test_round_trip_through_the_settings_file(qtbot, store, config_dir):
     dialog = make(qtbot, store)
     dialog.audio.source.setCurrentIndex(dialog.audio.source.findData("both"))
     dialog.audio.mic_device.setCurrentIndex(dialog.audio.mic_device.findData("Built-in mic"))
-    dialog.audio.latency.setCurrentIndex(dialog.audio.latency.findData(2048))
+    dialog.audio.latency.setCurrentIndex(dialog.audio.latency.findData(8192))
     dialog.appearance.preset.setCurrentIndex(dialog.appearance.preset.findData("black-on-white"))
     dialog.appearance.font_size.setValue(40)
     dialog.appearance.line_count.setValue(3)
@@ -95,7 +95,7 @@ def test_round_trip_through_the_settings_file(qtbot, store, config_dir):
     assert dialog.apply()
     assert changed and {"audio", "appearance", "alert_words"} <= set(changed[0])
     saved = json.loads((config_dir / "settings.json").read_text())
-    assert saved["audio"]["source"] == "both" and saved["audio"]["chunk_bytes"] == 2048
+    assert saved["audio"]["source"] == "both" and saved["audio"]["chunk_bytes"] == 8192
     loaded = settings_io.load()
     assert loaded == store.settings
     assert loaded.audio.mic_device == "Built-in mic"

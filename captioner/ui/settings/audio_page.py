@@ -15,7 +15,7 @@ log = logging.getLogger(__name__)
 
 SOURCES = (("system", "What this computer plays (system audio)"),
            ("mic", "Microphone"), ("both", "Both, mixed (calls)"))
-LATENCIES = ((2048, "Low — 64 ms chunks (more network overhead)"),
+LATENCIES = ((2560, "Low — 80 ms chunks, one speech-model frame"),
              (4096, "Balanced — 128 ms chunks"),
              (8192, "Relaxed — 256 ms chunks (least overhead)"))
 DeviceLister = Callable[[], Sequence[AudioDevice]]
