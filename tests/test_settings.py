@@ -31,7 +31,7 @@ def test_out_of_range_values_fall_back_field_by_field(tmp_path: Path) -> None:
     assert s.cloud.idle_stop_minutes == 30 and s.cloud.stt.autoscale_max == 4
     assert s.appearance.font_size == 28 and s.appearance.lines == 3
     assert s.appearance.background_opacity == 0.8
-    assert s.audio.chunk_bytes == 4096 and s.audio.source == "mic"
+    assert s.audio.chunk_bytes == 2560 and s.audio.source == "mic"
     text = "\n".join(result.problems)
     assert "cloud.idle_stop_minutes = -1 is outside the accepted range 5–1440" in text
     assert "the default 30 is used" in text
