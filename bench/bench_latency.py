@@ -228,17 +228,15 @@ class Probe:
 
 
 def watch(app: CaptionerApp, probe: Probe) -> None:
-    """Record the words the controller has and the words each paint showed.
+    """Record the words the controller has and the words each paint put on screen.
 
-    A paint is read from the view itself (its finalized lines, in order, and its
-    live line), since the view may paint inside the same signal emission that
-    brings the update, before any later slot has seen it.
+    A paint is read from the view itself (the rows it shows), since the view may
+    paint inside the same signal emission that brings the update, and may hold new
+    rows back while older ones get their reading time.
     """
     final: list[str] = []
     live: list[str] = []
     view = app.overlay.view
-    painted_final: list[str] = []
-    seen_lines: set[int] = set()
 
     def on_update(update: CaptionUpdate) -> None:
         for line in update.finalized:
@@ -248,28 +246,33 @@ def watch(app: CaptionerApp, probe: Probe) -> None:
 
     def on_paint() -> None:
         now = time.monotonic()
-        for line in view.finalized:
-            if id(line) not in seen_lines:
-                seen_lines.add(id(line))
-                painted_final.extend(line.text.split())
-        words = painted_final + (view.live.text.split() if view.live else [])
+        words = " ".join(text for text, _ in view.visible_rows()).split()
         if not probe.paints or probe.paints[-1][1] != words:
             probe.paints.append((now, words))
 
     app.controller.update.connect(on_update)
-    app.overlay.view.painted.connect(on_paint)
+    view.painted.connect(on_paint)
 
 
 def first_seen(reference: list[str], snapshots: list[tuple[float, list[str]]]) -> list[float]:
-    """For each reference word, the first snapshot time whose words contain it (aligned)."""
+    """For each reference word, the first snapshot time whose words contain it.
+
+    Snapshots may be only the rows on screen, so each is aligned with the part of
+    the reference around what was matched so far (text only moves forward).
+    """
     ref = [norm(w) for w in reference]
     seen = [np.nan] * len(ref)
+    cursor = 0
     for t, words in snapshots:
-        matcher = difflib.SequenceMatcher(a=ref, b=[norm(w) for w in words], autojunk=False)
+        hyp = [norm(w) for w in words]
+        lo = max(0, cursor - len(hyp) - 10)
+        hi = min(len(ref), cursor + len(hyp) + 40)
+        matcher = difflib.SequenceMatcher(a=ref[lo:hi], b=hyp, autojunk=False)
         for block in matcher.get_matching_blocks():
-            for k in range(block.a, block.a + block.size):
+            for k in range(lo + block.a, lo + block.a + block.size):
                 if np.isnan(seen[k]):
                     seen[k] = t
+                cursor = max(cursor, k + 1)
     return seen
 
 

@@ -135,8 +135,8 @@ class CaptionView(QWidget):
             self.finalized.append(line)
             self._add_final(line)
         del self.finalized[:-KEEP_LINES]
-        if update.live != self.live:
-            self.live = update.live
+        self.live = update.live
+        if changed:  # the rows after the complete ones hold the tail and the live text
             self._live_rows = None
         if update.finalized or update.live is not None:
             self._wake()
