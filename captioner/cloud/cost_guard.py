@@ -25,6 +25,7 @@ class IdleAction(enum.Enum):
     NONE = "none"
     WARN = "warn"  # show "stopping in N s — Cancel"
     STOP = "stop"  # stop the endpoint now
+    RENEW = "renew"  # in use: push the server-side backstop on
 
 
 class IdleState(enum.Enum):
@@ -97,6 +98,48 @@ class IdleAutoStop:
         if left <= self.warn_seconds and self._state is IdleState.WATCHING:
             self._set(IdleState.WARNED)
             return IdleAction.WARN
+        return IdleAction.NONE
+
+
+class Upkeep:
+    """What a serving endpoint needs now (no I/O): the idle auto-stop, and a renewal of its
+    server-side backstop every ``renew_interval`` seconds while it is being used."""
+
+    def __init__(self, idle_minutes: float, renew_interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.idle = IdleAutoStop(idle_minutes, clock=clock)
+        self.renew_interval = renew_interval
+        self._clock = clock
+        self._renewed_at = clock()
+        self._used = False
+
+    def serving(self) -> None:
+        """The endpoint started serving (deployed or adopted): full idle period, renew later."""
+        self.idle.reset()
+        self._renewed_at = self._clock()
+
+    def used(self) -> bool:
+        """A caption or a reply: restart the idle countdown; True if a warning is withdrawn."""
+        warned = self.idle.state is IdleState.WARNED
+        self.idle.activity()
+        self._used = True
+        return warned
+
+    def keep(self) -> None:
+        """The user chose to keep it running (Cancel on the warning; counts as use)."""
+        self.idle.cancel()
+        self._used = True
+
+    def renewing(self) -> None:
+        self._renewed_at = self._clock()
+        self._used = False
+
+    def tick(self) -> IdleAction:
+        action = self.idle.tick()
+        if action is not IdleAction.NONE:
+            return action
+        if self._used and self._clock() - self._renewed_at >= self.renew_interval:
+            return IdleAction.RENEW
         return IdleAction.NONE
 
 

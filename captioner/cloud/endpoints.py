@@ -28,7 +28,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from captioner.aws import CredentialsError, provider_for
-from captioner.cloud import scaling, watch
+from captioner.cloud import inventory, scaling, watch
 from captioner.cloud.backstop import Backstop, BackstopPlan, account_of
 from captioner.cloud.deploy_plan import (
     NAME_PREFIX,
@@ -46,23 +46,22 @@ from captioner.cloud.errors import (
     is_not_found,
     translate,
 )
+from captioner.cloud.inventory import ManagedEndpoint
 from captioner.cloud.ownership import (
     TAG_MANAGED,
     TAG_OWNER,
     Owner,
-    Ownership,
     owner_text,
     stack_ownership,
 )
-from captioner.cloud.pricing import PriceTable, load_prices
+from captioner.cloud.pricing import CostEstimate, PriceTable, load_prices
 from captioner.cloud.state import load_state
-from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of, stage_of
+from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of
 from captioner.settings import EndpointDeploySettings, Settings
 
 log = logging.getLogger(__name__)
 
 ClientFactory = Callable[[str], Any]  # service name ("sagemaker", …) → boto3 client
-LEFTOVER_MIN_AGE = timedelta(minutes=30)  # younger configs/models may be a deploy in progress
 
 CLIENT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 4},
@@ -95,45 +94,6 @@ def client_factory(
         )
 
     return make
-
-
-@dataclass(frozen=True, slots=True)
-class ManagedEndpoint:
-    """A Captioner-tagged endpoint found in the account/region (list_endpoints + list_tags)."""
-
-    name: str
-    arn: str
-    status: str
-    kind: Kind | None
-    created_at: datetime | None
-    tags: dict[str, str] = field(default_factory=dict)
-    ownership: Ownership = Ownership.MINE
-    region: str = ""
-
-    @property
-    def stage(self) -> Stage:
-        return stage_of(self.status)
-
-    @property
-    def mine(self) -> bool:
-        """Made by this installation: the app may adopt and stop it."""
-        return self.ownership.mine
-
-    @property
-    def owner(self) -> str:
-        """"yours", or who made it (the creating principal's ARN) for a read-only list."""
-        return owner_text(self.tags, self.ownership)
-
-
-@dataclass(frozen=True, slots=True)
-class CostEstimate:
-    """Estimated hourly cost of a plan: a range when the pool has types of different price."""
-
-    low: float | None
-    high: float | None
-    currency: str
-    exact: bool  # False when some type has no price or the region fell back
-    unknown_types: tuple[str, ...] = ()
 
 
 @dataclass
@@ -231,8 +191,8 @@ class EndpointControl:
                 log.warning("! %s failed: %s", operation, type(exc).__name__)
                 raise translate(exc, operation) from exc
 
-    def _sm(self, operation: str, *, missing_ok: bool = False, **params: Any
-            ) -> dict[str, Any] | None:
+    def call_sm(self, operation: str, *, missing_ok: bool = False, **params: Any
+                ) -> dict[str, Any] | None:
         return self._call(self.sagemaker, operation, missing_ok=missing_ok, **params)
 
     # ---- deploy ------------------------------------------------------------------------
@@ -250,6 +210,12 @@ class EndpointControl:
                 "Could not tell which AWS account these credentials belong to, so the "
                 "server-side lifetime limit cannot be set up.")
         return BackstopPlan(name, self.region, account, owner.installation_id, expires_at)
+
+    def backstop_expires_at(self, name: str) -> datetime | None:
+        """When the server deletes ``name`` (None: no backstop schedule of ours)."""
+        if self.backstop is None:
+            return None
+        return self.backstop.expires_at(name, self.owner.installation_id)
 
     def renew_backstop(self, name: str, lifetime: timedelta) -> datetime | None:
         """Push the server-side deletion of ``name`` to now + ``lifetime`` (app in use)."""
@@ -292,7 +258,7 @@ class EndpointControl:
             if on_step:
                 on_step(f"creating {label} {plan.name}")
             try:
-                self._sm(operation, **request)
+                self.call_sm(operation, **request)
             except EndpointControlError as exc:
                 leftovers = self._cleanup_partial(plan.name, created, plan.expires_at)
                 if leftovers:
@@ -318,7 +284,7 @@ class EndpointControl:
             if label not in created:
                 continue
             try:
-                self._sm(operation, missing_ok=True, **{key: name})
+                self.call_sm(operation, missing_ok=True, **{key: name})
                 log.info("= removed %s %s after failed deploy", label, name)
             except EndpointControlError as exc:
                 log.warning("! could not remove %s %s: %s", label, name, exc)
@@ -328,12 +294,12 @@ class EndpointControl:
     # ---- status ------------------------------------------------------------------------
 
     def describe(self, name: str) -> dict[str, Any] | None:
-        return self._sm("describe_endpoint", missing_ok=True, EndpointName=name)
+        return self.call_sm("describe_endpoint", missing_ok=True, EndpointName=name)
 
     def _config(self, config_name: str) -> dict[str, Any] | None:
         config = self._configs.get(config_name)
         if config is None:
-            config = self._sm(
+            config = self.call_sm(
                 "describe_endpoint_config", missing_ok=True, EndpointConfigName=config_name
             )
             if config is not None:
@@ -361,9 +327,9 @@ class EndpointControl:
             params: dict[str, Any] = {"NameContains": f"{NAME_PREFIX}-", "MaxResults": 100}
             if token:
                 params["NextToken"] = token
-            page = self._sm("list_endpoints", **params) or {}
+            page = self.call_sm("list_endpoints", **params) or {}
             for summary in page.get("Endpoints", []):
-                tags = self._tags(summary["EndpointArn"])
+                tags = self.tags_of(summary["EndpointArn"])
                 if tags is None or tags.get(TAG_MANAGED) != "true":
                     continue
                 endpoint_kind = tags.get(TAG_KIND) or kind_of(summary["EndpointName"])
@@ -390,20 +356,24 @@ class EndpointControl:
         found.sort(key=lambda e: e.created_at or datetime.min.replace(tzinfo=UTC))
         return found
 
-    def _tags(self, arn: str) -> dict[str, str] | None:
+    def tags_of(self, arn: str) -> dict[str, str] | None:
         tags: dict[str, str] = {}
         token: str | None = None
         while True:
             params: dict[str, Any] = {"ResourceArn": arn, "MaxResults": 100}
             if token:
                 params["NextToken"] = token
-            page = self._sm("list_tags", missing_ok=True, **params)
+            page = self.call_sm("list_tags", missing_ok=True, **params)
             if page is None:
                 return None  # deleted between list and tags
             tags.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
             token = page.get("NextToken")
             if not token:
                 return tags
+
+    def clean_leftovers(self, min_age: timedelta = inventory.LEFTOVER_MIN_AGE) -> list[str]:
+        """Delete our configs and models whose endpoint is gone (see inventory)."""
+        return inventory.clean_leftovers(self, min_age)
 
     def orphans(self, exclude: Iterable[str] = ()) -> list[EndpointSnapshot]:
         """This installation's endpoints that may be billing, except those in ``exclude``."""
@@ -483,7 +453,7 @@ class EndpointControl:
             report.already_gone.append(f"endpoint {name}")
         else:
             if endpoint.get("EndpointStatus") != "Deleting":
-                gone = self._sm("delete_endpoint", missing_ok=True, EndpointName=name) is None
+                gone = self.call_sm("delete_endpoint", missing_ok=True, EndpointName=name) is None
                 log.info("= deleting endpoint %s", name)
             else:
                 gone = False
@@ -503,7 +473,7 @@ class EndpointControl:
 
     def _delete(self, report: StopReport, label: str, operation: str, **params: Any) -> None:
         (resource,) = params.values()
-        if self._sm(operation, missing_ok=True, **params) is None:
+        if self.call_sm(operation, missing_ok=True, **params) is None:
             report.already_gone.append(f"{label} {resource}")
         else:
             report.deleted.append(f"{label} {resource}")
@@ -518,9 +488,9 @@ class EndpointControl:
             )
         arns = [(endpoint or {}).get("EndpointArn"), (config or {}).get("EndpointConfigArn")]
         for model in dict.fromkeys(models):
-            found = self._sm("describe_model", missing_ok=True, ModelName=model)
+            found = self.call_sm("describe_model", missing_ok=True, ModelName=model)
             arns.append((found or {}).get("ModelArn"))
-        tag_sets = [self._tags(arn) if arn else None for arn in arns]
+        tag_sets = [self.tags_of(arn) if arn else None for arn in arns]
         ownership = stack_ownership(self.owner, *tag_sets)
         if ownership.mine:
             return False
@@ -529,32 +499,6 @@ class EndpointControl:
             return True
         creator = next((owner_text(t, ownership) for t in tag_sets if t and TAG_OWNER in t), "")
         raise NotOwnedError(name, ownership, creator)
-
-    def clean_leftovers(self, min_age: timedelta = LEFTOVER_MIN_AGE) -> list[str]:
-        """Delete configs and models of ours whose endpoint is gone (the backstop fired,
-        or a stop was interrupted); returns what was deleted. Young ones are left alone:
-        a deploy may be creating them right now."""
-        deleted: list[str] = []
-        cutoff = self.now() - min_age
-        for label, listing, key, arn_key, delete, param in (
-            ("endpoint config", "list_endpoint_configs", "EndpointConfigs", "EndpointConfigArn",
-             "delete_endpoint_config", "EndpointConfigName"),
-            ("model", "list_models", "Models", "ModelArn", "delete_model", "ModelName"),
-        ):
-            page = self._sm(listing, NameContains=f"{NAME_PREFIX}-", MaxResults=100) or {}
-            for item in page.get(key, []):
-                name = item[param]
-                created = item.get("CreationTime")
-                if kind_of(name) is None or (created is not None and created > cutoff):
-                    continue
-                if self.describe(name) is not None:
-                    continue  # its endpoint still exists: stop handles it
-                if not self.owner.ownership(self._tags(item[arn_key])).mine:
-                    continue
-                if self._sm(delete, missing_ok=True, **{param: name}) is not None:
-                    deleted.append(f"{label} {name}")
-                    log.info("= removed leftover %s %s", label, name)
-        return deleted
 
 
 def _note_leftovers(exc: EndpointControlError, name: str, leftovers: list[str]) -> None:

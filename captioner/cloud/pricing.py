@@ -38,6 +38,17 @@ def user_prices_path() -> Path:
 
 
 @dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """Estimated hourly cost of a plan: a range when the pool has types of different price."""
+
+    low: float | None
+    high: float | None
+    currency: str
+    exact: bool  # False when some type has no price or the region fell back
+    unknown_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Price:
     hourly: float  # per instance-hour
     currency: str

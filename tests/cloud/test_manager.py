@@ -15,6 +15,7 @@ import pytest
 from botocore.exceptions import ProfileNotFound
 
 from captioner.cloud.endpoints import EndpointControl, client_factory
+from captioner.cloud.lifecycle import Event
 from captioner.cloud.manager import EndpointManager, KindStatus, Phase
 from captioner.cloud.pricing import PriceTable
 from captioner.cloud.status import Stage
@@ -494,7 +495,7 @@ def test_quit_decision_counts_an_endpoint_still_deploying() -> None:
     manager = EndpointManager(lambda: None, MOTO_SETTINGS.__getitem__, tick_interval=None,  # type: ignore[arg-type,return-value]
                               now=lambda: datetime(2026, 11, 29, tzinfo=UTC))
     assert manager.quit_decision() is None
-    manager._set("stt", phase=Phase.DEPLOYING, name=STT_NAME)
+    manager._move("stt", Event.DEPLOY, name=STT_NAME)
     prompt = manager.quit_decision()
     assert prompt is not None and STT_NAME in prompt.message
     assert prompt.hourly_cost is None and "unknown amount" in prompt.message
