@@ -47,7 +47,10 @@ def load_state(path: Path | None = None) -> CloudState:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         log.warning("! %s unreadable (%s); making a new installation id", path, exc)
     state = CloudState(secrets.token_hex(INSTALLATION_ID_BYTES))
-    save_state(state, path)
+    try:
+        save_state(state, path)
+    except OSError as exc:  # the next run makes another id: our endpoints then list as others'
+        log.warning("! could not save %s (%s); the installation id is not kept", path, exc)
     log.info("= new installation id %s", state.installation_id)
     return state
 
@@ -73,5 +76,8 @@ def remember_region(region: str, path: Path | None = None) -> CloudState:
     state = load_state(path)
     if region not in state.regions_used:
         state.regions_used.append(region)
-        save_state(state, path)
+        try:
+            save_state(state, path)
+        except OSError as exc:  # only the orphan search of later starts is narrower
+            log.warning("! could not remember region %s in %s: %s", region, path, exc)
     return state

@@ -66,5 +66,6 @@ class Tasks:
         tasks = [*self._tasks, *extra]
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)  # failures were logged already
+        if tasks:  # (gather() of nothing looks up a current loop, which qasync may not set)
+            await asyncio.wait(tasks)  # their failures were logged already
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -109,6 +109,8 @@ class CaptionerApp(QObject):
         self.endpoints = endpoints or EndpointManager(
             lambda: control_from_settings(self.store.settings),
             lambda kind: getattr(self.store.settings.cloud, kind),
+            region_control=lambda region: control_from_settings(self.store.settings,
+                                                                region=region),
             idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile,
             preflight=lambda kind: self.endpoint_setup.preflight(self.store.settings, kind))
         self.setup_runner = Runner()

@@ -89,6 +89,15 @@ class ScriptedControl:
     def find_managed_endpoints(self, kind: Kind | None = None) -> list[ManagedEndpoint]:
         return list(self.managed)
 
+    def backstop_expires_at(self, name: str) -> None:
+        return None  # this fake has no server-side backstop
+
+    def renew_backstop(self, name: str, lifetime: Any) -> None:
+        return None
+
+    def clean_leftovers(self) -> list[str]:
+        return []
+
 
 class PassingService:
     """The account side of the set-up, answering that every check passes (AWS edge)."""
