@@ -326,7 +326,8 @@ def _print_plan(plan: DeployPlan, estimate: CostEstimate,
     if estimate.unknown_types:
         print(f"          no price known for {', '.join(estimate.unknown_types)}")
     print(f"Lifetime  {lifetime_text(plan)}")
-    print("It bills every hour until stopped (captioner endpoint stop).")
+    print("It bills every hour until stopped (captioner endpoint stop)"
+          + (" or deleted at its maximum lifetime." if plan.expires_at else "."))
 
 
 def _print_snapshot(snap: EndpointSnapshot) -> None:

@@ -39,6 +39,9 @@ def test_deploy_list_status_stop(cli_env: Path, moto_url: str,
     assert name.startswith("captioner-tts-")
     assert "Cost      about $0.75/hour" in out
     assert "approximate, check the AWS pricing page" in out
+    assert "Lifetime  AWS deletes it at " in out and "(8 h after creation;" in out
+    assert "or deleted at its maximum lifetime." in out
+    assert f"scheduling deletion of {name} at its maximum lifetime" in out
     assert f"creating endpoint {name}" in out
     assert "InService" in out and "autoscaling: 1–2 instances" in out
     assert f"sagemaker://{name}?region=us-east-1" in out
