@@ -136,7 +136,9 @@ class ProfileCredentials:
         return f"ProfileCredentials(profile={self.profile!r})"
 
     def describe(self) -> str:
-        return f"AWS profile {self.profile!r}" if self.profile else "the default AWS credentials"
+        if self.profile:
+            return f"AWS profile {self.profile!r}"
+        return "the default AWS credential chain (environment variables, ~/.aws files)"
 
     def _fix_hint(self) -> str:
         p = f" --profile {self.profile}" if self.profile else ""
@@ -150,7 +152,7 @@ class ProfileCredentials:
                     self._credentials = session.get_credentials()
                 if self._credentials is None:
                     raise CredentialsError(
-                        f"No credentials found for {self.describe()}. {self._fix_hint()}"
+                        f"No credentials found in {self.describe()}. {self._fix_hint()}"
                     )
                 frozen = self._credentials.get_frozen_credentials()  # refreshes if needed
             except CredentialsError:

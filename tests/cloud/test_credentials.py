@@ -194,3 +194,12 @@ def test_credentials_package_imports_neither_cloud_nor_transport():
     packages = ast.literal_eval(out.strip())
     assert "aws" in packages and "transport" in packages
     assert "cloud" not in packages and "ui" not in packages
+
+
+def test_no_credentials_anywhere_says_where_it_looked(aws_config, monkeypatch):
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")  # no instance role either
+    with pytest.raises(CredentialsError) as info:
+        ProfileCredentials(None).get_credentials()
+    assert str(info.value) == (
+        "No credentials found in the default AWS credential chain (environment variables, "
+        "~/.aws files). Run `aws sso login` (SSO) or `aws configure` (access keys).")
