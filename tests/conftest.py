@@ -13,6 +13,7 @@ pytest_plugins: list[str] = [
     "tests.support.speech",
     "tests.support.transcribers",
     "tests.support.moto_server",
+    "tests.support.memory_keyring",
     "tests.support.aws_account",
     "tests.support.omni_server",
     "tests.support.sagemaker",

@@ -9,9 +9,7 @@ import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
 
-import keyring
 import pytest
-from keyring.backend import KeyringBackend
 
 from captioner import settings as settings_mod
 from captioner.aws import (
@@ -26,35 +24,6 @@ from captioner.aws import (
 )
 
 SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
-
-
-class MemoryKeyring(KeyringBackend):
-    """The OS keyring is the true edge here: an in-memory backend stands in for it."""
-
-    priority = 1
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.store: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service, username):
-        return self.store.get((service, username))
-
-    def set_password(self, service, username, password):
-        self.store[(service, username)] = password
-
-    def delete_password(self, service, username):
-        if self.store.pop((service, username), None) is None:
-            raise keyring.errors.PasswordDeleteError("not found")
-
-
-@pytest.fixture
-def memory_keyring():
-    previous = keyring.get_keyring()
-    backend = MemoryKeyring()
-    keyring.set_keyring(backend)
-    yield backend
-    keyring.set_keyring(previous)
 
 
 @pytest.fixture

@@ -211,3 +211,39 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
 
 
 REPO_NAME = "captioner-stt"
+
+
+def test_access_keys_go_to_the_keyring_and_the_account_check_uses_them(
+        qapp, qtbot, store, aws, memory_keyring, monkeypatch):
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name)  # nothing but the typed keys can sign
+
+    async def scenario() -> None:
+        service = AccountSetupService(TestClients())
+        runner = Runner()
+        page = EndpointsPage(make_manager(store, service), store, service, runner=runner)
+        qtbot.addWidget(page)
+        page.load(store.settings)
+        account = page.account
+        account.use_keys.click()
+        assert account.key_id.isEnabled() and not account.profile.isEnabled()
+        account.check_button.click()  # no keys typed, none stored: said, nothing sent
+        assert account.error.text() == "Enter the access key ID and the secret access key."
+        assert account.result.text() == ("✘ Enter the access key ID and the secret access "
+                                         "key.")
+        account.key_id.setText("AKIAIOSFODNN7EXAMPLE")
+        account.secret.setText(secret)
+        account.check_button.click()
+        await wait_until(lambda: account.result.text().startswith("✔"), 30, "identity")
+        assert account.result.text() == f"✔ Account {ACCOUNT} — user/moto"
+        assert account.key_id.text() == "" and account.secret.text() == ""
+        assert account.keys_note.text() == "Keys are stored in the OS keyring."
+        await runner.close()
+
+    run_async(qapp, scenario)
+    (stored,) = memory_keyring.store.values()
+    assert json.loads(stored)["secret_access_key"] == secret
+    assert store.settings.aws.use_keyring and store.settings.aws.profile is None
+    text = settings_io.settings_path().read_text(encoding="utf-8")
+    assert secret not in text and "AKIAIOSFODNN7EXAMPLE" not in text
