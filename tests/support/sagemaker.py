@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Callable, Iterator
 
 import pytest
-from websockets.asyncio.server import serve
 
 from captioner.aws import AwsCredentials, StaticCredentials
 from captioner.transport.sagemaker import SageMakerTarget
 from tests.support.fake_sagemaker import FakeSageMaker
+from tests.support.ws_thread import ThreadedWebSocketServer
 
 
 class SageMakerFixture(FakeSageMaker):
@@ -31,40 +29,21 @@ class SageMakerFixture(FakeSageMaker):
         return StaticCredentials(self.aws_credentials(secret))
 
 
-class EchoBackend:
+class EchoBackend(ThreadedWebSocketServer):
     """A WebSocket server echoing every frame (text stays text, bytes stay bytes), or
     answering each with ``reply(frame)`` when given."""
 
     def __init__(self, reply: Callable[[str | bytes], str | bytes] | None = None) -> None:
+        super().__init__()
         self.reply = reply
-        self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.url = ""
-        self._server = None
 
-    async def _echo(self, ws) -> None:
+    async def handler(self, ws) -> None:
         async for message in ws:
             await ws.send(message if self.reply is None else self.reply(message))
 
-    def __enter__(self) -> EchoBackend:
-        self._thread.start()
-
-        async def start():
-            return await serve(self._echo, "127.0.0.1", 0, max_size=None)
-
-        self._server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-        self.url = f"ws://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/"
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop():
-            self._server.close()
-            await self._server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(10)
-        self.loop.close()
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/"
 
 
 @pytest.fixture
