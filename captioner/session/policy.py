@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from captioner.realtime.client_protocol import TOKENS_PER_SECOND
 from captioner.session.audio_log import AudioLog
 from captioner.session.seam import Repeat, WordTimeline
-from captioner.transport.base import ConnectError, EndpointError, TransportError
+from captioner.transport.base import EndpointError, TransportError
 
 # --- levels -------------------------------------------------------------------------
 SPEECH_RMS = 0.01  # ≈ -40 dBFS: above it (and the noise), audio counts as sound
@@ -69,20 +69,20 @@ def retry_connect(exc: TransportError, *, ever_connected: bool, waited: float,
                   fail_fast: bool) -> bool:
     """Retry a failed connection attempt?
 
-    Not what retrying cannot fix (bad credentials, a model or route that does not
-    exist). At the first connection with ``fail_fast`` (the CLI), only refusals an
-    endpoint gives while it starts (503, 424 "model container is loading"…), for at
-    most FIRST_CONNECT_BUDGET_SECONDS; a refused socket or bad URL fails at once.
+    Never what retrying cannot fix (bad credentials, a model or route that does not
+    exist). Once connected, every retryable failure is an outage: wait it out. At the
+    first connection, an endpoint that answers with a refusal it gives while starting
+    (503, 424 "model container is loading"…) is retried for at most
+    FIRST_CONNECT_BUDGET_SECONDS; a socket that cannot be reached is retried in the app
+    but fails at once with ``fail_fast`` (the CLI: most likely a wrong URL).
     """
     if not exc.retryable:
         return False
-    if ever_connected or not fail_fast:
+    if ever_connected:
         return True
-    return isinstance(exc, EndpointError) and waited < FIRST_CONNECT_BUDGET_SECONDS
-
-
-def is_transient_refusal(exc: TransportError) -> bool:
-    return isinstance(exc, ConnectError) and exc.retryable
+    if isinstance(exc, EndpointError):
+        return waited < FIRST_CONNECT_BUDGET_SECONDS
+    return not fail_fast
 
 
 @dataclass

@@ -141,6 +141,11 @@ def test_first_connection_retries_only_a_starting_endpoint(error, retried):
                                 fail_fast=True) is retried
     assert not policy.retry_connect(error, ever_connected=False, fail_fast=True,
                                     waited=policy.FIRST_CONNECT_BUDGET_SECONDS)
-    # …but once connected, a refused socket is an outage worth waiting out
+    # the app waits for a socket it cannot reach yet, not for an endpoint refusing forever
+    assert policy.retry_connect(error, ever_connected=False, waited=0.0,
+                                fail_fast=False) is error.retryable
+    assert not policy.retry_connect(EndpointError("503", 503), ever_connected=False,
+                                    waited=policy.FIRST_CONNECT_BUDGET_SECONDS, fail_fast=False)
+    # …and once connected, a refused socket is an outage worth waiting out
     assert policy.retry_connect(error, ever_connected=True, waited=1e6,
                                 fail_fast=True) is error.retryable
