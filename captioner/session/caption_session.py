@@ -260,7 +260,13 @@ class CaptionSession:
                                      cap=self.options.backoff_max, jitter=self._jitter())
         state = SessionState.RECONNECTING if ever_connected else SessionState.CONNECTING
         self._set_status(state, reason, retry_in=delay)
-        await self._sleep(delay)
+        waits = {asyncio.ensure_future(self._sleep(delay)),
+                 asyncio.ensure_future(self._stop.wait())}  # stop() ends the wait
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     def _note_restart(self, outcome: Restart) -> None:
         if outcome.stall:

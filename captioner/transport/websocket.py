@@ -47,8 +47,8 @@ class WebSocketTransport:
         except InvalidStatus as exc:
             status = exc.response.status_code
             reason = _first_line(exc.response.body)
-            raise EndpointError(
-                f"{url} answered HTTP {status}{': ' + reason if reason else ''}", status,
+            raise EndpointError(  # the reason first: a status line shows only its start
+                f"HTTP {status}{': ' + reason if reason else ''} (from {url})", status,
                 retryable=status >= 500 or status in RETRYABLE_STATUS,
             ) from exc
         except InvalidHandshake as exc:

@@ -92,3 +92,26 @@ def test_cli_transcribe_waits_for_a_starting_endpoint(strict_server, jfk_script,
     assert "model container is loading" in done.stderr
     assert done.stdout.split() == jfk.text_words
     assert server.log.violations == []
+
+
+def test_stop_while_waiting_for_the_endpoint_ends_at_once():
+    with RefusingFront("ws://127.0.0.1:9/", [UNAVAILABLE] * 100) as front:
+        async def main():
+            waiting = asyncio.Event()
+
+            def on_status(status):
+                if status.retry_in is not None:
+                    waiting.set()
+
+            session = CaptionSession(websocket_connector(front.url),
+                                     options(backoff_initial=60.0, backoff_max=60.0),
+                                     on_status=on_status)
+            task = asyncio.create_task(session.run(paced(bytes(32000 * 30))))
+            await waiting.wait()
+            session.stop()  # as quitting the app does, in the middle of a 30–60 s wait
+            await asyncio.wait_for(task, 10)
+            return session
+
+        session = asyncio.run(asyncio.wait_for(main(), 60))
+    assert session.status.state is SessionState.STOPPED
+    assert front.handshakes == 2  # the refused one, and one last try when asked to stop
