@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 FATAL_SERVER_CODES = frozenset({"invalid_event", "unknown_event"})  # we speak another dialect
 SEAM_HOLD_SECONDS = 5.0  # past the replayed audio, show what the seam still holds
+BACKLOG_SECONDS = 0.5  # audio waiting beyond this = catching up, not live (no stall count)
 
 
 class SessionState(enum.Enum):
@@ -383,7 +384,11 @@ class CaptionSession:
         else:
             self._quiet_since = sound_ends if sound_ends < end else None
         level = self.audio.level(begin, end)
-        if start >= self._fresh_from and self.stall.audio(end - begin, level, self._levels):
+        # Audio that waited for the connection (a model still loading) goes out faster
+        # than real time; the server cannot have answered it yet, so it is no stall.
+        live = seconds(self.audio.end - self._sent) <= BACKLOG_SECONDS
+        if (start >= self._fresh_from and live
+                and self.stall.audio(end - begin, level, self._levels)):
             self._conclude(Restart(f"no text for {self.stall.limit:.0f} s of sound",
                                    stall=True))
             return True
