@@ -22,7 +22,7 @@ Endpoints:
   p90 ≤ 2.0 s from word end to screen).
 
 Usage: .venv/bin/python bench/bench_latency.py [--endpoint timed|embedded]
-       [--clip WAV] [--runs N]
+       [--clip FILE | --espeak] [--no-tap] [--chunk-bytes N]
 CPU: the whole process's CPU seconds per audio second while the clip plays.
 """
 
@@ -37,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import wave
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 import numpy as np
 import qasync
 import sounddevice as sd
+import soundfile as sf
 from PySide6.QtWidgets import QApplication
 
 from captioner.audio.capture import AudioCapture
@@ -70,6 +70,7 @@ PASSAGE = ("Good morning everyone, and thank you for joining the call today. "
            "First we will look at the sales figures from the last quarter. "
            "Then Maria will explain the new schedule for the support team. "
            "Please keep your questions until the end of the presentation.")
+SONNET = Path(__file__).resolve().parents[1] / "tests" / "data" / "speech" / "sonnet.flac"
 TAP_BLOCK = 256  # frames per callback of the reference recorder
 LEAD_IN = 1.0  # seconds of capture before the clip plays
 SETTLE = 4.0  # seconds after the clip for the last words
@@ -89,11 +90,10 @@ def espeak_clip(folder: Path) -> Path:
     return raw
 
 
-def read_wav(path: Path) -> tuple[np.ndarray, int]:
-    with wave.open(str(path), "rb") as wav:
-        rate, channels = wav.getframerate(), wav.getnchannels()
-        data = np.frombuffer(wav.readframes(wav.getnframes()), "<i2").astype(np.float32)
-    return (data / 32768).reshape(-1, channels), rate
+def read_audio(path: Path) -> tuple[np.ndarray, int]:
+    """(float32 frames × channels, rate) of a WAV or FLAC."""
+    data, rate = sf.read(str(path), dtype="float32", always_2d=True)
+    return data, int(rate)
 
 
 def word_times(samples: np.ndarray, rate: int) -> list[ScriptWord]:
@@ -370,7 +370,11 @@ def report(words: list[ScriptWord], clip_onset: float, tap: Tap | None, probe: P
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", choices=("timed", "embedded"), default="timed")
-    parser.add_argument("--clip", type=Path, help="a PCM16 WAV (default: an espeak-ng passage)")
+    parser.add_argument("--clip", type=Path, default=SONNET,
+                        help="a WAV or FLAC file (default: a real human reading, "
+                        "tests/data/speech/sonnet.flac, 53 s)")
+    parser.add_argument("--espeak", action="store_true",
+                        help="an espeak-ng passage instead (15 s; fine for pure timing)")
     parser.add_argument("--chunk-bytes", type=int, default=None,
                         help="Settings.audio.chunk_bytes (default: the app's default)")
     parser.add_argument("--no-tap", action="store_true",
@@ -380,8 +384,8 @@ def main() -> int:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="captioner-bench-latency-"))
-    clip = args.clip or espeak_clip(tmp)
-    samples, rate = read_wav(clip)
+    clip = espeak_clip(tmp) if args.espeak else args.clip
+    samples, rate = read_audio(clip)
     seconds = samples.shape[0] / rate
     clip_onset = onset_seconds(samples, rate)
     words = word_times(samples, rate)

@@ -1,9 +1,10 @@
 """CPU cost of the capture pipeline per second of audio, against a naive baseline.
 
-Pipeline measured (the real code): PortAudio-style callback → ring handoff to the
-asyncio loop (``call_soon_threadsafe``) → downmix + soxr 48 kHz stereo → 16 kHz
-mono → PCM16 → fixed-size chunks → ``encode(AudioAppend(chunk))`` → a masked
-WebSocket text frame. Synthetic 48 kHz stereo blocks are fed from a second
+Pipeline measured (the real code): PortAudio-style callback (downmix + soxr 48 kHz
+stereo → 16 kHz mono, into the ring) → hand-off to the asyncio loop
+(``call_soon_threadsafe``, once per chunk) → PCM16 → fixed-size chunks →
+``encode(AudioAppend(chunk))`` → a masked WebSocket text frame. Defaults: the app's
+block size and every offered chunk size. Synthetic 48 kHz stereo blocks are fed from a second
 thread, as PortAudio would, but as fast as the pipeline takes them (no
 real-time wait). As in real time, where the loop has ~10 ms between blocks, a
 block that wakes the loop is processed before the next one arrives: the feeder
@@ -48,6 +49,7 @@ from captioner.audio.capture import AudioCapture, FrameRing
 from captioner.audio.chunker import CHUNK_SIZES
 from captioner.audio.devices import AudioDevice
 from captioner.audio.resample import TARGET_RATE
+from captioner.audio.streams import BLOCK_SECONDS
 from captioner.realtime.events import AudioAppend, encode
 
 RATE = 48_000
@@ -219,7 +221,7 @@ def best(repeat: int, run) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=30.0, help="audio per run")
-    parser.add_argument("--block-ms", type=float, nargs="+", default=[32.0],
+    parser.add_argument("--block-ms", type=float, nargs="+", default=[BLOCK_SECONDS * 1000],
                         help="PortAudio block duration(s) to try")
     parser.add_argument("--chunk-bytes", type=int, nargs="+", default=list(CHUNK_SIZES))
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (best kept)")
