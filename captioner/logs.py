@@ -30,7 +30,10 @@ PRIVATE_DIR = 0o700
 
 # A name that holds a secret: …token, …secret, …password, …api_key, …signature, the AWS
 # secret key (not "…tokens": usage counts stay readable).
-_SECRET_NAME = (r"[A-Za-z0-9_.-]*(?:token|secret|password|passwd|api[_-]?key|signature"
+# The look-behind starts a match only where a name starts: without it every position inside
+# a long run of letters started a scan of the rest of the run (quadratic; seconds a line).
+_SECRET_NAME = (r"(?<![A-Za-z0-9_.-])[A-Za-z0-9_.-]*"
+                r"(?:token|secret|password|passwd|api[_-]?key|signature"
                 r"|secret[_-]?access[_-]?key|private[_-]?key)")
 PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # 'X-Amz-Security-Token': b'…'   "sessionToken": "…"   HF_TOKEN=…   Signature=…

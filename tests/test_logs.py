@@ -152,3 +152,16 @@ def test_patterns_keep_what_is_not_a_secret() -> None:
     assert logs.redact_patterns(line) == line
     assert logs.redact_patterns("GET /v1/realtime?token=abcDEF123 HTTP/1.1") == \
         "GET /v1/realtime?token=*** HTTP/1.1"
+
+
+def test_a_long_unbroken_line_is_redacted_in_linear_time() -> None:
+    """SDK debug lines can hold long base64 bodies: the secret-name pattern must not scan
+    the rest of a run from every position in it (that took 23 s for 8,000 letters)."""
+    import concurrent.futures
+
+    from captioner.logs import redact_patterns
+
+    line = "body=" + "A" * 200_000 + " HF_TOKEN=hf_abcdefghijklmnopqrstu"
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        result = pool.submit(redact_patterns, line).result(timeout=30)  # quadratic: hours
+    assert result.endswith("HF_TOKEN=***") and "A" * 200_000 in result
