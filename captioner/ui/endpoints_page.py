@@ -212,6 +212,8 @@ class EndpointsPage(Page):
         if (error := self.commit()) is not None:
             setup.preflight.set_running(f"Fix the set-up first: {error}")
             return
+        if self.focusWidget() is row.start_button:  # keep the focus (and view) by the checks
+            setup.check_button.setFocus()
         row.start_button.setEnabled(False)
         setup.preflight.set_running("Checking before starting…")
         self.gate.request(kind)

@@ -201,6 +201,8 @@ def test_keyboard_start_and_escape_creates_nothing(qapp, qtbot) -> None:
     async def scenario() -> None:
         row.start_button.setFocus()
         QTest.keyClick(row.start_button, Qt.Key.Key_Space)
+        # the focus stays by the checks (a disabled Start would hand it to a field far below)
+        assert page.focusWidget() is page.setups["stt"].check_button
         await wait_until(lambda: page.confirmation is not None
                          and page.confirmation.isVisible(), what="the cost confirmation")
         assert page.confirmation.defaultButton() is page.confirmation.cancel_button

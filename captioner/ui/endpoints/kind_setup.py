@@ -160,6 +160,8 @@ class KindSetup(QWidget):
         self.create_role_button.clicked.connect(self.create_role_requested.emit)
         self.refresh_button.clicked.connect(self.refresh_requested.emit)
         self.copy_button.clicked.connect(self._copy)
+        for combo in (self.image, self.role):  # long URIs/ARNs: the whole text on hover
+            combo.currentTextChanged.connect(combo.setToolTip)
         for changed in (self.image.currentTextChanged, self.model.textChanged,
                         self.role.currentTextChanged, self.pool.changed,
                         self.autoscale.toggled, self.scale_min.valueChanged,
