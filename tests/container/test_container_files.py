@@ -70,17 +70,23 @@ def test_entrypoint_is_the_copied_script_in_exec_form():
             assert (CONTAINER / source).exists(), f"COPY source {source} is missing"
 
 
-def test_bridge_dependencies_are_pinned_to_the_tested_versions():
-    pins = {}
+def test_bridge_dependencies_are_pinned_to_the_tested_versions_with_hashes():
+    pins, hashes = {}, {}
+    name = ""
     for line in (CONTAINER / "requirements.txt").read_text().splitlines():
-        if line.strip() and not line.startswith("#"):
+        line = line.strip().removesuffix("\\").strip()
+        if line.startswith("--hash=sha256:"):
+            hashes.setdefault(name, []).append(line)
+        elif line and not line.startswith("#"):
             name, sep, pinned = line.partition("==")
             assert sep, f"unpinned requirement: {line}"
             pins[name] = pinned
     assert {"starlette", "uvicorn", "websockets"} <= pins.keys()
     assert {name: version(name) for name in pins} == pins
+    assert hashes.keys() == pins.keys()  # every pin has its hashes
     (install,) = [a for a in args_of("RUN") if "pip install" in a]
     assert "-r /opt/captioner-bridge/requirements.txt" in install
+    assert "--require-hashes" in install
     assert "--target /opt/captioner-bridge/lib" in install
 
 
