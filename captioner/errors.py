@@ -13,6 +13,8 @@ Each package draws its own tree in its module docstring and roots it here::
     ├── RealtimeError          captioner.realtime.errors
     ├── SessionError           captioner.session.errors
     ├── TranscriptError        captioner.transcript.errors
+    ├── EndpointControlError   captioner.cloud.errors
+    ├── FeedError              captioner.feed.errors
     ├── TransportError         captioner.transport.base
     ├── RealtimeError          captioner.realtime.errors
     ├── SessionError           captioner.session.errors

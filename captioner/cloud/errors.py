@@ -1,6 +1,6 @@
 """Typed errors of the SageMaker control plane, and the translation from botocore's.
 
-Hierarchy (one root; caller misuse apart from faults of AWS)::
+Hierarchy (one root, itself a CaptionerError; caller misuse apart from faults of AWS)::
 
     EndpointControlError
     ├── DeployConfigError        bad input from the caller/settings; no AWS call was made
@@ -39,12 +39,13 @@ from botocore.exceptions import (
 )
 
 from captioner.aws import errors as aws_errors
+from captioner.errors import CaptionerError
 
 if TYPE_CHECKING:
     from captioner.cloud.ownership import Ownership
 
 
-class EndpointControlError(Exception):
+class EndpointControlError(CaptionerError):
     """Root of every error raised by captioner.cloud's endpoint control."""
 
     leftovers: tuple[str, ...] = ()  # resources a failed deploy could not remove
