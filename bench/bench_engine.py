@@ -1,128 +1,217 @@
-"""Embedded engine figures: real-time factor and word latency per update interval.
+"""Embedded engine on real human speech: offline and streaming side by side, in one run.
 
 Run: .venv/bin/python bench/bench_engine.py  (prints figures; asserts nothing)
+     --memory-hours 2   also feeds a simulated session of that length (faster than real time)
 
-- RTF: engine CPU seconds (time.process_time) per second of audio, audio pushed
-  as fast as possible in 128 ms chunks. Target ≤ 0.5 on 2 cores.
-- Word latency: audio pushed at real-time pace; for each streamed word matched
-  to the offline transcription, wall time from the word's end in the audio
-  (offline word timestamps) to the delta carrying it. Targets: median ≤ 2.0 s,
-  p90 ≤ 3.5 s.
+The clips and references are the real-speech set (tests/support/speech_set.py).
+Each figure is measured in this process, beside the offline baseline:
+
+- offline: faster-whisper ``transcribe`` on each whole clip (beam 1, 30 s windows);
+  word errors against the reference; CPU (time.process_time, the whole process)
+  per second of audio.
+- fast: the streaming transcriber fed 128 ms chunks as fast as possible; word
+  errors, CPU, decodes. Run twice: the texts must match (determinism).
+- paced: the same chunks at real-time pace (a benchmark may sleep; tests never
+  do); word errors, whole-process CPU during the run, and word latency: for each
+  final word matched to the offline word timings, wall time from the word's end
+  in the audio to its first appearance as live (tentative or committed) text, and
+  to its commit. "first words": from the first word's start to the first text.
+- memory (optional): RSS before and after a long session of speech and pauses.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import subprocess
-import tempfile
+import resource
+import sys
 import time
-import wave
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from captioner.engine.streaming import SAMPLE_RATE, StreamingOptions, Word
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber, word_key
 from captioner.engine.whisper import WhisperEngine
+from tests.support.speech_set import CLIPS, SpeechClip, word_errors
 
-CHUNK = 4096  # 128 ms
-PASSAGE = [
-    ("en-us", 160, "Good morning everyone, and thank you for joining the call today."),
-    ("en", 150, "First we will look at the sales figures from the last quarter."),
-    ("en+f3", 170, "Then Maria will explain the new schedule for the support team."),
-    ("en+m3", 145, "Please keep your questions until the end of the presentation."),
-    ("en-us", 175, "The slides will be shared by email after the meeting."),
-]
+CHUNK = 4096  # bytes: 128 ms of PCM16, as the app sends them
+BYTES_PER_SECOND = 2 * SAMPLE_RATE
 
 
-def speak_passage(folder: Path) -> bytes:
-    parts = []
-    for i, (voice, wpm, text) in enumerate(PASSAGE):
-        raw, out = folder / f"p{i}.wav", folder / f"p{i}-16k.wav"
-        subprocess.run(["espeak-ng", "-w", str(raw), "-v", voice, "-s", str(wpm), text], check=True)
-        subprocess.run(
-            ["sox", str(raw), "-r", "16000", "-c", "1", "-b", "16", str(out)], check=True
-        )
-        with wave.open(str(out)) as f:
-            parts.append(f.readframes(f.getnframes()))
-        parts.append(bytes(int(0.4 * SAMPLE_RATE) * 2))  # a short breath between sentences
-    return b"".join(parts)
+@dataclass
+class Run:
+    text: str = ""
+    cpu: float = 0.0
+    decodes: int = 0
+    shown: list[float] = field(default_factory=list)  # latency to first display, per word
+    committed: list[float] = field(default_factory=list)  # latency to commit, per word
+    first_words: float | None = None
 
 
-def rtf(engine: WhisperEngine, pcm: bytes) -> tuple[float, int]:
+def offline(engine: WhisperEngine, clip: SpeechClip) -> tuple[str, float]:
+    start = time.process_time()
+    text = engine.transcribe(clip.samples(), beam_size=1)
+    return text, time.process_time() - start
+
+
+def fast(engine: WhisperEngine, pcm: bytes) -> Run:
     transcriber = engine.new_transcriber()
     start = time.process_time()
-    for i in range(0, len(pcm), CHUNK):
-        transcriber.push(pcm[i : i + CHUNK])
-    transcriber.finish()
-    cpu = time.process_time() - start
-    return cpu / (len(pcm) / 2 / SAMPLE_RATE), transcriber.decodes
+    parts = [transcriber.push(pcm[i : i + CHUNK]) for i in range(0, len(pcm), CHUNK)]
+    parts.append(transcriber.finish())
+    return Run("".join(parts), time.process_time() - start, transcriber.decodes)
 
 
-def latencies(engine: WhisperEngine, pcm: bytes, reference: list[Word]) -> list[float]:
-    """Real-time paced run; seconds from each matched word's end to its delta."""
+def paced(engine: WhisperEngine, pcm: bytes,
+          timings: list[tuple[str, float, float]]) -> Run:
+    """Real-time pace, like the server: audio that arrives during a decode is pushed at once."""
     transcriber = engine.new_transcriber()
-    arrivals: list[tuple[Word, float]] = []
+    snapshots: list[tuple[float, list[str], int]] = []  # (time, shown words, committed count)
+    committed = ""
     t0 = time.monotonic()
-    for i in range(0, len(pcm), CHUNK):
-        chunk = pcm[i : i + CHUNK]
-        deadline = t0 + (i + len(chunk)) / 2 / SAMPLE_RATE
-        pause = deadline - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)  # a benchmark paces like a microphone; tests never sleep
-        before = len(transcriber.committed)
-        transcriber.push(chunk)
-        now = time.monotonic()
-        arrivals += [(w, now) for w in transcriber.committed[before:]]
-    before = len(transcriber.committed)
-    transcriber.finish()
-    now = time.monotonic()
-    arrivals += [(w, now) for w in transcriber.committed[before:]]
+    cpu0 = time.process_time()
+    sent = 0
+    while sent < len(pcm):
+        arrived = min(len(pcm), int((time.monotonic() - t0) * BYTES_PER_SECOND) // 2 * 2)
+        if arrived - sent < CHUNK and arrived < len(pcm):
+            time.sleep((sent + CHUNK - arrived) / BYTES_PER_SECOND)
+            continue
+        committed += transcriber.push(pcm[sent:arrived])
+        sent = arrived
+        snapshots.append(_snapshot(t0, committed, transcriber))
+    committed += transcriber.finish()
+    snapshots.append(_snapshot(t0, committed, transcriber))
+    run = Run(committed, time.process_time() - cpu0, transcriber.decodes)
+    _latencies(run, snapshots, timings)
+    return run
 
-    streamed = [w.key for w, _ in arrivals]
-    offline = [w.key for w in reference]
-    out = []
-    matcher = difflib.SequenceMatcher(a=streamed, b=offline, autojunk=False)
+
+def _snapshot(t0: float, committed: str, transcriber: StreamingTranscriber
+              ) -> tuple[float, list[str], int]:
+    done = committed.split()
+    return time.monotonic() - t0, done + transcriber.tentative.split(), len(done)
+
+
+def _latencies(run: Run, snapshots: list[tuple[float, list[str], int]],
+               timings: list[tuple[str, float, float]]) -> None:
+    final = [word_key(w) for w in run.text.split()]
+    reference = [word_key(w) for w, _, _ in timings]
+    matcher = difflib.SequenceMatcher(a=final, b=reference, autojunk=False)
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
-            _, arrived = arrivals[block.a + k]
-            out.append(arrived - (t0 + reference[block.b + k].end))
-    return out
+            i, (_, _, end) = block.a + k, timings[block.b + k]
+            shown = next((t for t, words, _ in snapshots
+                          if len(words) > i and word_key(words[i]) == final[i]), None)
+            done = next(t for t, _, count in snapshots if count > i)
+            run.committed.append(done - end)
+            run.shown.append((shown if shown is not None else done) - end)
+    first = next((t for t, words, _ in snapshots if words), None)
+    if first is not None and timings:
+        run.first_words = first - timings[0][1]
+
+
+def rss_mb() -> float:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory(engine: WhisperEngine, hours: float) -> None:
+    """A long request: an 11 s speech clip every 2 minutes, silence between, fast."""
+    speech = next(c for c in CLIPS if c.name == "jfk").pcm16()
+    gap = bytes(BYTES_PER_SECOND * 120 - len(speech))
+    transcriber = engine.new_transcriber()
+    period = (len(speech) + len(gap)) / BYTES_PER_SECOND
+    rounds = max(2, int(hours * 3600 / period))
+    samples: list[float] = []
+    start = time.monotonic()
+    for n in range(rounds):
+        for part in (speech, gap):
+            for i in range(0, len(part), CHUNK * 8):
+                transcriber.push(part[i : i + CHUNK * 8])
+        if n == 0:
+            samples.append(rss_mb())  # after the first round: warm caches, buffers grown
+    transcriber.finish()
+    samples.append(rss_mb())
+    growth = (samples[-1] - samples[0]) / samples[0]
+    print(f"memory: {rounds * period / 3600:.1f} h of audio in {time.monotonic() - start:.0f} s; "
+          f"RSS {samples[0]:.0f} → {samples[-1]:.0f} MB ({growth:+.1%}); "
+          f"{transcriber.emitted_chars} chars emitted")
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--intervals", default="0.5,0.75,1.0")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--beam", type=int, default=None, help="streaming beam size")
+    parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
+    parser.add_argument("--memory-hours", type=float, default=0.0)
+    parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
     args = parser.parse_args()
     engine = WhisperEngine(threads=args.threads)
-    if args.beam:
-        engine.beam_size = args.beam
-    print(f"streaming beam {engine.beam_size}; careful decodes at pauses use beam 5")
-    with tempfile.TemporaryDirectory() as tmp:
-        pcm = speak_passage(Path(tmp))
-    audio = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-    seconds = len(audio) / SAMPLE_RATE
-    start = time.process_time()
-    reference = engine.timed_words(audio)
-    offline_cpu = time.process_time() - start
-    print(
-        f"audio {seconds:.1f} s, {len(reference)} words; offline transcription "
-        f"RTF {offline_cpu / seconds:.3f} (baseline, beam 5, 30 s window)"
-    )
-    print(
-        f"{'interval':>8} {'RTF':>6} {'decodes':>7} {'median':>7} {'p90':>6} {'max':>6} "
-        f"{'matched':>7}"
-    )
-    for interval in (float(x) for x in args.intervals.split(",")):
-        engine.options = StreamingOptions(update_interval=interval)
-        factor, decodes = rtf(engine, pcm)
-        lat = np.array(latencies(engine, pcm, reference))
-        print(
-            f"{interval:8.2f} {factor:6.3f} {decodes:7d} {np.median(lat):7.2f} "
-            f"{np.percentile(lat, 90):6.2f} {lat.max():6.2f} {len(lat):4d}/{len(reference)}"
-        )
+    clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
+    engine.transcribe(clips[0].samples())  # warm up
+    totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}
+    seconds = 0.0
+    shown: list[float] = []
+    committed: list[float] = []
+    firsts: list[float] = []
+    varied = []
+    print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
+          "errors in words, CPU ms per audio s")
+    for clip in clips:
+        pcm = clip.pcm16()
+        duration = len(pcm) / BYTES_PER_SECOND
+        seconds += duration
+        text, cpu = offline(engine, clip)
+        runs = {"offline": (text, cpu)}
+        one, two = fast(engine, pcm), fast(engine, pcm)
+        runs["fast"] = (one.text, one.cpu)
+        if one.text != two.text:
+            varied.append((clip.name, one.text, two.text))
+        if not args.no_paced:
+            timings = engine.timed_words(clip.samples())
+            run = paced(engine, pcm, timings)
+            runs["paced"] = (run.text, run.cpu)
+            shown += run.shown
+            committed += run.committed
+            if run.first_words is not None:
+                firsts.append(run.first_words)
+        cells = []
+        for name, (out, used) in runs.items():
+            errors = word_errors(clip.reference, out)
+            total = totals[name]
+            total[0] += errors.errors
+            total[1] += errors.words
+            total[2] += used
+            cells.append(f"{errors.errors:>3}/{errors.words:<3} {used / duration * 1000:5.0f}")
+        print(f"{clip.name:<14}{duration:5.1f} | " + " | ".join(f"{c:>14}" for c in cells))
+    print("-" * 72)
+    base_cpu = totals["offline"][2]
+    for name, (errs, words, used) in totals.items():
+        if not words:
+            continue
+        print(f"{name:<8} WER {errs / words:6.1%} ({errs}/{words})   "
+              f"CPU {used / seconds * 1000:5.0f} ms per audio s = {used / base_cpu:4.2f}× offline")
+    if shown:
+        print(f"paced word latency, first shown: median {pct(shown, 50):.2f} s, "
+              f"p90 {pct(shown, 90):.2f} s; committed: median {pct(committed, 50):.2f} s, "
+              f"p90 {pct(committed, 90):.2f} s ({len(shown)} words)")
+        print(f"first words after speech starts: {', '.join(f'{f:.2f}' for f in firsts)} s")
+    if varied:
+        for name, a, b in varied:
+            print(f"fast mode varied on {name}:\n  {a}\n  {b}")
+    else:
+        print("fast mode: identical text in two runs of every clip")
+    if args.memory_hours:
+        memory(engine, args.memory_hours)
     return 0
 
 

@@ -1,18 +1,44 @@
-"""Streaming captions from a non-streaming recogniser: the LocalAgreement-2 policy.
+"""Streaming captions from a non-streaming recogniser: utterances, a forced prefix, agreement.
 
-Whisper transcribes a finished clip, not a stream. As in ``whisper_streaming``
-(Macháček et al., ÚFAL), we keep a growing audio buffer, re-decode it every
-``update_interval`` seconds of new audio, and commit the words on which two
-consecutive hypotheses agree (longest common prefix after what is already
-committed, aligned by time). Committed words never change, so the output is
-append-only, like Voxtral's deltas. The buffer is trimmed at committed sentence
-ends (and when it grows past ``max_buffer``), and the committed text before the
-buffer conditions the next decode as a prompt.
+Whisper transcribes a finished clip, not a stream. The policy here, and why
+(figures: ``bench/bench_engine.py`` on real speech, README's table):
 
-Sans-I/O and model-agnostic: a ``Decoder`` callable turns (audio, prompt) into
-timed words and an optional ``SpeechDetector`` scores 32 ms windows; tests pass
-scripted fakes for both. Heavy work (VAD and decoding) happens only in the
-``push`` call that completes an update interval; other pushes just store audio.
+- **Utterances from the speech gate.** Audio is cut only where the speech
+  detector hears a pause, never at a guessed word time, so no word is heard
+  by two decodes that each keep a piece of it. An utterance ends after
+  ``endpoint_silence`` of non-speech (a phrase shorter than ``min_utterance``
+  waits for the next one unless the pause reaches ``long_silence``: alone,
+  "ask not" came out "As not"); its last decode ("final") sees the whole
+  utterance up to the pause and its words are committed as they are. The
+  previous design (LocalAgreement over a buffer trimmed at word timestamps,
+  as in ``whisper_streaming``) dropped a repeated phrase at a seam ("we were
+  all going direct" said twice), doubled a sentence when paced and lost the
+  last words at the final commit.
+- **Agreement with a forced prefix.** While an utterance goes on, it is
+  re-decoded every ``interval`` seconds of new audio; the words on which two
+  consecutive hypotheses agree are committed (LocalAgreement-2, Macháček et
+  al.). Committed words of the utterance are handed to the next decode as the
+  start of its answer (a forced prefix, as in SimulStreaming), so the new
+  hypothesis starts exactly where the committed text ends: no time-based
+  de-duplication, nothing to drop or repeat.
+- **A bounded window.** An utterance longer than ``max_window`` without a
+  pause is cut at the quietest point between the last decode's end (every
+  committed word was heard by then) and now; the part before the cut gets a
+  final decode. Decode cost never grows with the length of a talk.
+- **Cost-aware interval.** Decoding a longer window costs more, so the interval
+  grows with the window (``interval + interval_per_second × window``).
+  Everything is counted in audio time, so the same input pushed in the same
+  chunks gives the same text (the as-fast-as-possible mode is deterministic).
+  A push that brings more audio than one interval (a busy server catching up)
+  decodes once for it, plus a final for every utterance it completes.
+- ``finish()`` always decodes what is left and commits all of it.
+
+Between commits the last hypothesis beyond the committed text is ``tentative``:
+live text that later decodes may revise; committed text never changes.
+
+Sans-I/O and model-agnostic: a ``Decoder`` callable turns (audio, context,
+prefix, final) into words and an optional ``SpeechDetector`` scores 32 ms
+windows; tests pass scripted fakes for both.
 """
 
 from __future__ import annotations
@@ -27,35 +53,23 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
-_SENTENCE_END = (".", "?", "!", "…")
-_EPSILON = 1e-3  # seconds; word times and sample-rounded offsets differ by float noise
 _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
+_SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
+_CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
+Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
+"""(16 kHz mono float32 audio, context, prefix, final) → the words heard after ``prefix``.
 
-@dataclass(frozen=True, slots=True)
-class Word:
-    """One recognised word; ``text`` keeps the model's leading space (" world")."""
-
-    start: float
-    end: float
-    text: str
-
-    @property
-    def key(self) -> str:
-        """What two hypotheses must agree on: case and punctuation do not count."""
-        return self.text.strip().strip(_STRIP).casefold()
-
-    def shifted(self, seconds: float) -> Word:
-        return Word(self.start + seconds, self.end + seconds, self.text)
-
-
-Decoder = Callable[[np.ndarray, str, bool], Sequence[Word]]
-"""(16 kHz mono float32 audio, prompt text, careful) → words timed from the audio's start.
-
-``careful`` marks the last decode of a stretch of speech (a pause or the end):
-its words are committed without a second opinion, so a decoder may spend more
-effort on it (e.g. a wider beam).
+``context`` is committed text said before the audio; ``prefix`` is committed
+text said inside it, which the decoder must take as the start of its answer.
+Words keep their leading space (" world"). ``final`` marks the last decode of
+an utterance (its words are committed without a second opinion).
 """
+
+
+def word_key(word: str) -> str:
+    """What two hypotheses must agree on: case and punctuation do not count."""
+    return word.strip().strip(_STRIP).casefold()
 
 
 class SpeechDetector(Protocol):
@@ -70,86 +84,20 @@ class SpeechDetector(Protocol):
 
 @dataclass(frozen=True)
 class StreamingOptions:
-    # seconds of new audio between re-decodes; bench_engine on 2 cores: 1.0 s keeps the
-    # real-time factor ≤ 0.5 (0.75 s: ~0.55) with median word latency ~1.75 s
-    update_interval: float = 1.0
-    max_buffer: float = 15.0  # past this, trim at the last committed word
-    prompt_chars: int = 200  # committed text before the buffer passed as prompt
+    interval: float = 0.5  # s of new audio between decodes of a short window …
+    interval_per_second: float = 0.1  # … plus this much per second of window
+    first_decode_speech: float = 0.3  # first decode once this much speech is heard
+    max_window: float = 10.0  # an utterance longer than this is cut at its quietest point
+    min_cut_age: float = 0.3  # … not in the last bit of audio
+    endpoint_silence: float = 0.5  # non-speech that ends an utterance …
+    min_utterance: float = 2.0  # … of at least this much speech; shorter ones go on …
+    long_silence: float = 1.0  # … unless the pause is this long
+    tail: float = 0.25  # audio after the last speech that a final decode still sees
+    preroll: float = 0.3  # audio kept before speech starts
     speech_threshold: float = 0.5  # detector probability that counts as speech
-    min_speech: float = 0.2  # seconds of speech in the buffer before decoding at all
-    speech_pad: float = 0.3  # words must overlap speech widened by this much
-    endpoint_silence: float = 0.8  # trailing non-speech that ends an utterance
-    commit_margin: float = 0.0  # words ending this close to the buffer end wait
-    preroll: float = 0.5  # audio kept before speech starts
-
-
-class LocalAgreement:
-    """The commit rule alone: words in (absolute times), newly committed words out."""
-
-    def __init__(self, dedup_words: int = 5) -> None:
-        self.committed: list[Word] = []
-        self.tentative: list[Word] = []  # last hypothesis beyond the committed part
-        self.last_end = 0.0  # end time of the last committed word
-        self._dedup = dedup_words
-
-    def insert(self, words: Sequence[Word], horizon: float = float("inf")) -> list[Word]:
-        """Take a new hypothesis; commit its agreement with the previous one.
-
-        Words ending after ``horizon`` stay tentative even when they agree.
-        """
-        new = self._unseen(words)
-        count = 0
-        for old, fresh in zip(self.tentative, new, strict=False):
-            if old.key != fresh.key or fresh.end > horizon:
-                break
-            count += 1
-        commit = new[:count]
-        self.tentative = new[count:]
-        self._accept(commit)
-        return commit
-
-    def commit_all(self) -> list[Word]:
-        """Commit the pending hypothesis as is (end of audio, or a pause)."""
-        commit, self.tentative = self.tentative, []
-        self._accept(commit)
-        return commit
-
-    def prompt(self, before: float, max_chars: int) -> str:
-        """Committed text ending at or before ``before`` (the audio the buffer lost)."""
-        kept: list[str] = []
-        size = 0
-        for word in reversed(self.committed):
-            if word.end > before:
-                continue
-            if size >= max_chars:
-                break
-            kept.append(word.text)
-            size += len(word.text)
-        return "".join(reversed(kept)).strip()[-max_chars:]
-
-    def _accept(self, commit: list[Word]) -> None:
-        if commit:
-            self.committed.extend(commit)
-            self.last_end = max(self.last_end, commit[-1].end)
-
-    def _unseen(self, words: Sequence[Word]) -> list[Word]:
-        """Drop the part of a hypothesis that repeats already committed words.
-
-        After a trim the decoder sees committed audio again at the buffer's
-        start; words before the last commit (with 0.1 s slack) are dropped, and
-        a repeated n-gram right at the seam is removed too.
-        """
-        new = [w for w in words if w.start > self.last_end - 0.1]
-        if new and self.committed and abs(new[0].start - self.last_end) < 1.0:
-            limit = min(len(self.committed), len(new), self._dedup)
-            for n in range(1, limit + 1):
-                tail = [w.key for w in self.committed[-n:]]
-                head = [w.key for w in new[:n]]
-                if tail == head:
-                    log.debug("= dropped %d repeated word(s) at the seam", n)
-                    new = new[n:]
-                    break
-        return new
+    min_speech: float = 0.1  # less speech than this in an utterance: nothing to decode
+    context_chars: int = 200  # committed text before the window, given as context
+    holdback: int = 0  # agreed words this close to a hypothesis' end wait for more audio
 
 
 class StreamingTranscriber:
@@ -164,155 +112,279 @@ class StreamingTranscriber:
         self.options = options or StreamingOptions()
         self._decode = decoder
         self._detector = detector
-        self._policy = LocalAgreement()
-        self._buffer = np.zeros(0, dtype=np.float32)
-        self._offset = 0.0  # stream time of the buffer's first sample
-        self._pending: list[np.ndarray] = []
-        self._pending_samples = 0
+        self._step = (detector.window if detector else 512)  # samples per detector window
+        self._audio = _Samples()  # the window: from the seam to now
+        self._probs = _Samples()  # one speech probability per detector window of it
+        self._seam = 0  # stream sample where the window starts (a multiple of _step)
+        self._unscored = 0  # samples at the end not yet scored (no detector)
         self._odd = b""  # half a sample split across pushes
-        self._window = detector.window if detector else 512
-        self._speech = np.zeros(0, dtype=bool)  # per detector window, whole stream
-        self._stream_samples = 0
-        self._emitted = ""
+        self._carried: list[str] = []  # committed words heard inside the window
+        self._tentative: list[str] = []  # last hypothesis beyond the committed words
+        self._decoded_at = -1  # window length (samples) at the last decode; -1: none yet
+        self._context = ""  # committed text before the window (recent part)
+        self._emitted_chars = 0
+        self._started = False  # any text emitted (the first delta has no leading space)
         self._finished = False
-        self.decodes = 0  # how many times the decoder ran (for tests and benchmarks)
+        self.decodes = 0  # how many times the decoder ran (tests and benchmarks)
+        self.decoded_seconds = 0.0  # audio seconds those decodes covered
 
-    @property
-    def text(self) -> str:
-        """Everything emitted so far (the concatenation of all returned deltas)."""
-        return self._emitted
-
-    @property
-    def committed(self) -> list[Word]:
-        return list(self._policy.committed)
-
-    @property
-    def buffer_start(self) -> float:
-        """Stream time (s) of the first sample the next decode will see."""
-        return self._offset
+    # -- the Transcriber interface -------------------------------------------
 
     def push(self, pcm: bytes) -> str:
-        """Store 16 kHz mono PCM16; decode once a full update interval has arrived."""
+        """Take 16 kHz mono PCM16; return newly committed text (append-only)."""
         if self._finished:
             raise RuntimeError("push() after finish(): start a new transcriber")
         data = self._odd + pcm
         cut = len(data) - len(data) % 2
         self._odd = data[cut:]
-        if cut:
-            samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
-            self._pending.append(samples)
-            self._pending_samples += len(samples)
-        if self._pending_samples < self.options.update_interval * SAMPLE_RATE:
+        if not cut:
             return ""
-        return self._render(self._update())
+        samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
+        self._take(samples)
+        words: list[str] = []
+        while (end := self._utterance_end()) is not None:
+            words += self._finalize(end)
+        if not self._speech().any():
+            self._idle()
+        elif self._due():
+            words += self._update()
+        return self._render(words)
 
     def finish(self) -> str:
-        """End of audio: decode what is left once more and commit the last hypothesis."""
+        """End of audio: decode what is left of the utterance and commit all of it."""
         if self._finished:
             return ""
         self._finished = True
-        words: list[Word] = []
-        if self._pending_samples:
-            words = self._update(final=True)
-        words += self._policy.commit_all()
+        words: list[str] = []
+        if self._speech_seconds() >= self.options.min_speech:
+            words = self._finalize(len(self._audio))
         return self._render(words)
 
-    # -- internals ---------------------------------------------------------
+    # -- what callers may look at --------------------------------------------
 
-    def _update(self, final: bool = False) -> list[Word]:
-        self._take_pending()
-        opts = self.options
-        duration = len(self._buffer) / SAMPLE_RATE
-        speech_at, speech_seconds, trailing_silence = self._speech_in_buffer()
-        if speech_seconds < opts.min_speech:
-            # Nothing said: decode nothing, keep a little pre-roll for the next onset.
-            self._policy.tentative = []
-            self._cut_at(self._offset + max(0.0, duration - opts.preroll))
-            return []
-        prompt = self._policy.prompt(self._offset, opts.prompt_chars)
-        pause = trailing_silence >= opts.endpoint_silence
-        hypothesis = self._decode(self._buffer, prompt, final or pause)
-        self.decodes += 1
-        words = [w for w in (h.shifted(self._offset) for h in hypothesis) if speech_at(w)]
-        buffer_end = self._offset + duration
-        committed = self._policy.insert(words, buffer_end - opts.commit_margin)
-        if final:
-            return committed
-        if pause and self._policy.tentative:
-            # A pause: the speaker finished this stretch, the hypothesis will not improve.
-            committed += self._policy.commit_all()
-        return committed + self._trim(duration, trailing_silence)
+    @property
+    def tentative(self) -> str:
+        """Live text after the committed text: may still change, or vanish."""
+        text = "".join(self._tentative)
+        return text if self._started else text.lstrip()
 
-    def _take_pending(self) -> None:
-        if not self._pending:
-            return
-        new = np.concatenate(self._pending)
-        self._pending, self._pending_samples = [], 0
-        self._buffer = np.concatenate([self._buffer, new])
-        self._stream_samples += len(new)
+    @property
+    def emitted_chars(self) -> int:
+        return self._emitted_chars
+
+    @property
+    def window_start(self) -> float:
+        """Stream time (s) of the first sample the next decode will see."""
+        return self._seam / SAMPLE_RATE
+
+    @property
+    def window_seconds(self) -> float:
+        return len(self._audio) / SAMPLE_RATE
+
+    # -- audio and speech ----------------------------------------------------
+
+    def _take(self, samples: np.ndarray) -> None:
+        self._audio.extend(samples)
         if self._detector is None:
-            count = self._stream_samples // self._window - len(self._speech)
+            self._unscored += len(samples)
+            count = self._unscored // self._step
+            self._unscored -= count * self._step
             probs = np.ones(count, dtype=np.float32)
         else:
-            probs = self._detector.probabilities(new)
-        self._speech = np.concatenate([self._speech, probs >= self.options.speech_threshold])
+            probs = self._detector.probabilities(samples)
+        self._probs.extend(probs)
 
-    def _speech_in_buffer(self) -> tuple[Callable[[Word], bool], float, float]:
-        """(word-overlaps-speech test, seconds of speech, trailing silence) for the buffer."""
-        step = self._window / SAMPLE_RATE
-        first = int(self._offset / step)
-        mask = self._speech[first:]
-        pad = round(self.options.speech_pad / step)
-        widened = mask.copy()
-        for shift in range(1, pad + 1):
-            widened[shift:] |= mask[:-shift]
-            widened[:-shift] |= mask[shift:]
-        hits = np.flatnonzero(mask)
-        buffer_end = self._offset + len(self._buffer) / SAMPLE_RATE
-        trailing = buffer_end - (first + hits[-1] + 1) * step if len(hits) else buffer_end
+    def _speech(self) -> np.ndarray:
+        return self._probs.view() >= self.options.speech_threshold
 
-        def speech_at(word: Word) -> bool:
-            lo = max(int(word.start / step) - first, 0)
-            hi = int(word.end / step) - first + 1
-            return bool(widened[lo:hi].any()) if hi > lo else False
+    def _speech_seconds(self) -> float:
+        return float(np.count_nonzero(self._speech())) * self._step / SAMPLE_RATE
 
-        return speech_at, len(hits) * step, trailing
+    def _utterance_end(self) -> int | None:
+        """Window sample where a finished utterance's audio ends, if one ended.
 
-    def _trim(self, duration: float, trailing_silence: float) -> list[Word]:
-        """Shorten the buffer; return words force-committed to do so (usually none)."""
+        A pause of ``endpoint_silence`` ends an utterance that has at least
+        ``min_utterance`` of speech; a short phrase ("Ask not") waits for the
+        next one, so its words are decoded with more sound around them,
+        unless the pause reaches ``long_silence``.
+        """
         opts = self.options
-        in_buffer = [w for w in self._policy.committed if w.end > self._offset + _EPSILON]
-        sentence_ends = [w for w in in_buffer if w.text.rstrip().endswith(_SENTENCE_END)]
-        if not self._policy.tentative and in_buffer and trailing_silence >= opts.endpoint_silence:
-            self._cut_at(in_buffer[-1].end)  # all said so far is committed
-        elif sentence_ends:
-            self._cut_at(sentence_ends[-1].end)
-        elif duration > opts.max_buffer:
-            if in_buffer:
-                self._cut_at(in_buffer[-1].end)
-            if len(self._buffer) / SAMPLE_RATE > opts.max_buffer / 2:
-                # Agreement is not keeping up: accept the hypothesis rather than stall.
-                forced = self._policy.commit_all()
-                last = self._policy.committed[-1].end if self._policy.committed else 0.0
-                buffer_end = self._offset + len(self._buffer) / SAMPLE_RATE
-                self._cut_at(max(last, buffer_end - opts.max_buffer / 2))
-                return forced
-        return []
+        speech = self._speech()
+        hits = np.flatnonzero(speech)
+        if not len(hits):
+            return None
+        per_second = SAMPLE_RATE / self._step
+        # Non-speech windows after each speech window (up to the next one or the end).
+        after = np.diff(np.append(hits, len(speech))) - 1
+        spoken = np.arange(1, len(hits) + 1) / per_second  # speech up to each window
+        ends = (after >= opts.long_silence * per_second) | (
+            (after >= opts.endpoint_silence * per_second) & (spoken >= opts.min_utterance)
+        )
+        found = np.flatnonzero(ends)
+        if not len(found):
+            return None
+        end = (hits[found[0]] + 1) * self._step + round(opts.tail * SAMPLE_RATE)
+        return min(end, len(self._audio))
 
-    def _cut_at(self, time: float) -> None:
-        """Drop buffered audio before stream time ``time`` (never into a pending word)."""
-        if self._policy.tentative:
-            time = min(time, self._policy.tentative[0].start)
-        drop = round((time - self._offset) * SAMPLE_RATE)
-        drop = max(0, min(drop, len(self._buffer)))
-        if drop:
-            self._buffer = self._buffer[drop:]
-            self._offset += drop / SAMPLE_RATE
-            log.debug("= buffer trimmed to start at %.2f s", self._offset)
+    def _idle(self) -> None:
+        """No speech in the window: keep only a pre-roll for the next onset."""
+        keep = round(self.options.preroll * SAMPLE_RATE / self._step) * self._step
+        if len(self._audio) > keep + self._step:
+            self._move_seam(len(self._audio) - keep)
 
-    def _render(self, words: Sequence[Word]) -> str:
-        text = "".join(w.text for w in words)
-        if not self._emitted:
+    def _move_seam(self, samples: int) -> None:
+        """Drop the window's first ``samples`` (rounded down to detector windows)."""
+        windows = samples // self._step
+        if windows <= 0:
+            return
+        self._audio.drop(windows * self._step)
+        self._probs.drop(windows)
+        self._seam += windows * self._step
+        if self._decoded_at >= 0:
+            self._decoded_at = max(0, self._decoded_at - windows * self._step)
+
+    # -- decoding ------------------------------------------------------------
+
+    def _due(self) -> bool:
+        opts = self.options
+        speech = self._speech_seconds()
+        if speech < opts.min_speech:
+            return False
+        if self._decoded_at < 0:
+            return speech >= opts.first_decode_speech
+        window = self.window_seconds
+        interval = opts.interval + opts.interval_per_second * window
+        return (len(self._audio) - self._decoded_at) / SAMPLE_RATE >= interval
+
+    def _run(self, audio: np.ndarray, prefix: list[str], final: bool) -> list[str]:
+        self.decodes += 1
+        self.decoded_seconds += len(audio) / SAMPLE_RATE
+        words = list(self._decode(audio, self._context, "".join(prefix), final))
+        if log.isEnabledFor(logging.DEBUG):
+            start = self._seam / SAMPLE_RATE
+            log.debug("= decode %.2f–%.2f s%s after %r: %r", start,
+                      start + len(audio) / SAMPLE_RATE, " (final)" if final else "",
+                      "".join(prefix)[-40:], "".join(words))
+        return words
+
+    def _update(self) -> list[str]:
+        """Re-decode the window; commit what two hypotheses in a row agree on."""
+        committed: list[str] = []
+        if self.window_seconds > self.options.max_window:
+            committed += self._cut()
+        self._decoded_at = len(self._audio)
+        words = self._run(self._audio.view(), self._carried, final=False)
+        agree = 0
+        for old, new in zip(self._tentative, words, strict=False):
+            if word_key(old) != word_key(new):
+                break
+            agree += 1
+        agree = max(0, min(agree, len(words) - self.options.holdback))
+        committed += words[:agree]
+        self._carried += words[:agree]
+        self._tentative = words[agree:]
+        return committed
+
+    def _finalize(self, end: int) -> list[str]:
+        """The utterance ended at window sample ``end``: decode it once more, commit all.
+
+        A final answer shorter than the live text of a decode that heard
+        nearly the same speech (at most ``_SAME_AUDIO`` less, nothing more) is
+        a decoder that stopped early, not a better reading: the live text is
+        kept then, so words already shown are not lost (unless the live text
+        says something twice in a row, the sign of a loop the final avoided).
+        """
+        words: list[str] = []
+        if self._speech_in(0, end) >= self.options.min_speech:
+            words = self._run(self._audio.view()[:end], self._carried, final=True)
+            last = self._decoded_at
+            same = last >= end - _SAME_AUDIO * SAMPLE_RATE and self._speech_in(end, last) == 0
+            if same and len(self._tentative) > len(words) and not _repeats(self._tentative):
+                log.debug("= final %r shorter than live %r: kept the live text",
+                          "".join(words), "".join(self._tentative))
+                words = self._tentative
+        self._remember(self._carried + words)
+        self._carried, self._tentative = [], []
+        self._move_seam(end)
+        self._decoded_at = -1
+        return words
+
+    def _cut(self) -> list[str]:
+        """A window outgrew ``max_window`` without a pause: finalize its first part.
+
+        The cut goes at the quietest point between the last decode's end and
+        ``min_cut_age`` before now. Committed words were all heard by the last
+        decode, so they lie before the cut; the final decode of the part
+        before it adds the words up to the cut, and the window restarts there
+        with nothing heard twice. (Cutting at the pauses Whisper marks with
+        timestamps was tried: tiny.en's timestamps on short windows are often
+        whole seconds off, so cuts landed inside words.)
+        """
+        opts = self.options
+        end = self.window_seconds
+        start = max(self._decoded_at / SAMPLE_RATE, end - _CUT_SPAN)
+        cut = self._quietest(start, end - opts.min_cut_age)
+        log.debug("= window of %.1f s cut at %.2f s", end, (self._seam + cut) / SAMPLE_RATE)
+        return self._finalize(cut)
+
+    def _quietest(self, start: float, end: float) -> int:
+        """Window sample of the detector window with the least speech in [start, end] s."""
+        per_second = SAMPLE_RATE / self._step
+        probs = self._probs.view()
+        lo = max(0, min(len(probs) - 1, round(start * per_second)))
+        hi = max(lo + 1, min(len(probs), round(end * per_second)))
+        return (hi - 1 - int(np.argmin(probs[lo:hi][::-1]))) * self._step  # the latest
+
+    def _speech_in(self, start: int, end: int) -> float:
+        speech = self._speech()[start // self._step : -(-end // self._step)]
+        return float(np.count_nonzero(speech)) * self._step / SAMPLE_RATE
+
+    def _remember(self, words: Sequence[str]) -> None:
+        """Words now behind the seam become context for later decodes (recent part)."""
+        self._context = (self._context + "".join(words))[-self.options.context_chars :]
+
+    def _render(self, words: Sequence[str]) -> str:
+        text = "".join(words)
+        if not self._started:
             text = text.lstrip()
-        self._emitted += text
+            self._started = bool(text)
+        self._emitted_chars += len(text)
         return text
+
+
+def _repeats(words: Sequence[str]) -> bool:
+    """Whether some phrase is said twice in a row ("Ask not. Ask not.")."""
+    keys = [word_key(w) for w in words]
+    return any(keys[i : i + n] == keys[i + n : i + 2 * n]
+               for n in range(1, len(keys) // 2 + 1) for i in range(len(keys) - 2 * n + 1))
+
+
+class _Samples:
+    """A growable 1-D float32 array that drops from the front without copying often."""
+
+    def __init__(self) -> None:
+        self._data = np.zeros(1024, dtype=np.float32)
+        self._start = 0
+        self._end = 0
+
+    def __len__(self) -> int:
+        return self._end - self._start
+
+    def view(self) -> np.ndarray:
+        return self._data[self._start : self._end]
+
+    def extend(self, values: np.ndarray) -> None:
+        count = len(values)
+        if self._end + count > len(self._data):
+            live = self._data[self._start : self._end]
+            size = max(1024, 2 * (len(live) + count))
+            if size <= len(self._data):  # enough room once the dropped front is reused
+                size = len(self._data)
+            data = np.zeros(size, dtype=np.float32)
+            data[: len(live)] = live
+            self._data, self._start, self._end = data, 0, len(live)
+        self._data[self._end : self._end + count] = values
+        self._end += count
+
+    def drop(self, count: int) -> None:
+        self._start = min(self._end, self._start + count)

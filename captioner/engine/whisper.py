@@ -1,21 +1,32 @@
-"""The embedded on-device recogniser: faster-whisper (CTranslate2, int8, CPU).
+"""The embedded on-device recogniser: Whisper run by CTranslate2 (int8, CPU).
 
 ``WhisperEngine`` loads one model and hands out a fresh streaming transcriber
 per request (``TranscriberFactory = engine.new_transcriber``). The model comes
 from a local directory only (the bundled ``tiny.en`` by default, see
 captioner.engine.model_paths): nothing is downloaded at run time.
 
-Sharing: one loaded ``WhisperModel`` serves every transcriber. CTranslate2
-models are safe to call from several threads; with ``num_workers=1`` the calls
-simply run one after another, which is what the server's worker thread does
-anyway.
+Streaming decodes drive CTranslate2 directly (features → ``encode`` →
+``generate``) instead of faster-whisper's ``transcribe``, for two reasons that
+dominate the cost of re-decoding a growing utterance:
 
-Speed: Whisper's encoder always sees a 30 s window, but our streaming buffer
-holds a few seconds. CTranslate2 accepts shorter mel inputs, so streaming
-decodes encode only the buffer plus 1–2 s of padding (like whisper.cpp's
-``audio_ctx``), which cuts CPU per decode about threefold on ``tiny.en`` with
-no measurable loss of accuracy on our test speech. Offline ``transcribe`` keeps
-the standard 30 s window.
+- **A short encoder window.** ``transcribe`` always pads to a 30 s (3,000-frame)
+  mel window; CTranslate2's encoder accepts fewer frames, so a decode encodes
+  only its audio plus ``_PAD_SECONDS`` of silence (whisper.cpp calls this
+  ``audio_ctx``). Measured on tiny.en: 3,000 frames 553 ms, 800 frames 80 ms,
+  with the same text.
+- **A forced prefix.** Words the streaming policy already committed are given
+  to the decoder as the start of its answer, so it spends decoder steps only
+  on the words after them (the decoder, not the encoder, is most of the cost
+  of a tiny model: about 15 ms per generated token against 10 ms per second
+  of encoded audio here). Text before the utterance is the usual Whisper
+  "previous text" prompt.
+
+No timestamps are generated (``<|notimestamps|>``): the policy cuts audio on
+the speech gate's pauses, never inside words, so it needs none.
+
+Sharing: one loaded model serves every transcriber; CTranslate2 models are
+safe to call from several threads (with ``num_workers=1`` calls run one after
+another, which is what the server's worker thread does anyway).
 """
 
 from __future__ import annotations
@@ -23,12 +34,14 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import ctranslate2
 import numpy as np
 from faster_whisper import WhisperModel
+from faster_whisper.tokenizer import Tokenizer
 
 from captioner.engine.model_paths import ModelDirError
 from captioner.engine.multilingual import decoding_language, model_folder
@@ -36,7 +49,6 @@ from captioner.engine.streaming import (
     SAMPLE_RATE,
     StreamingOptions,
     StreamingTranscriber,
-    Word,
 )
 from captioner.engine.vad import SileroGate
 
@@ -45,10 +57,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_FRAMES_PER_SECOND = 100  # Whisper mel frames (10 ms hop)
+_SAMPLES_PER_FRAME = 160  # Whisper mel hop: 10 ms
 _MAX_FRAMES = 3000  # the model's 30 s window
-_WINDOW_PAD_SECONDS = 2  # silence the encoder sees after the buffer
-_MIN_WINDOW_SECONDS = 3  # (a 10 s or 30 s window measured no better, 1.3–4× slower)
+_PAD_SECONDS = 2.0  # silence the encoder sees after a decode's audio (1 s: loops)
+_TIMESTAMP_SECONDS = 0.02
+_MAX_INITIAL_TIMESTAMP = 50  # the first segment starts within 1 s (Whisper's default)
+_LATE_START = 0.1  # a segment starting this close to the audio's end is a guess
+_LATE_END = 1.0  # a later segment ending this far past the audio's end is a loop
+_MAX_CONTEXT_TOKENS = 223  # Whisper's previous-text prompt limit (half the 448 context)
+_TOKENS_PER_SECOND = 8  # generous speech rate bound: caps a repetition loop's cost
+_MIN_NEW_TOKENS = 16
+_WORD = re.compile(r"\s*\S+")
+_PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
+_LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
+_REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
 
 # Text Whisper produces for silence, noise and music (YouTube subtitle credits).
 HALLUCINATIONS = frozenset(
@@ -80,20 +102,6 @@ HALLUCINATIONS = frozenset(
 _ANNOTATION = re.compile(r"^\s*([\[(*♪♫].*[\])*♪♫]|[♪♫\s]+)\s*$")
 
 
-class _WindowedWhisper(WhisperModel):
-    """WhisperModel whose encoder can look at less than 30 s (per calling thread)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.window = threading.local()
-
-    def encode(self, features: np.ndarray) -> Any:
-        frames = getattr(self.window, "frames", None)
-        if frames:
-            features = np.ascontiguousarray(features[..., :frames])
-        return super().encode(features)
-
-
 class WhisperEngine:
     """One loaded Whisper model; a factory of streaming transcribers."""
 
@@ -104,16 +112,18 @@ class WhisperEngine:
         *,
         options: StreamingOptions | None = None,
         beam_size: int = 1,
+        final_beam_size: int = 5,
         model: str = "tiny.en",
         language: str | None = None,
     ) -> None:
         self.model_dir: Path = model_folder(model, model_dir)
+        language = decoding_language(model, language)  # None: detected per decode
         self.threads = max(1, int(threads))
         self.options = options or StreamingOptions()
         self.beam_size = beam_size
-        self.language = decoding_language(model, language)  # None: detected per decode
+        self.final_beam_size = final_beam_size
         try:
-            self._model = _WindowedWhisper(
+            self._model = WhisperModel(
                 str(self.model_dir),
                 device="cpu",
                 compute_type="int8",
@@ -125,6 +135,9 @@ class WhisperEngine:
             raise ModelDirError(
                 f"Speech model in {self.model_dir} could not be loaded: {exc}"
             ) from exc
+        self.multilingual = self._model.model.is_multilingual
+        self.language = language if self.multilingual else "en"
+        self._tokenizers: dict[str | None, Tokenizer] = {}
         log.info("= whisper model loaded from %s (%d threads)", self.model_dir, self.threads)
 
     @classmethod
@@ -137,71 +150,195 @@ class WhisperEngine:
         """A fresh transcriber for one request (no context shared between requests)."""
         return StreamingTranscriber(self.decode, SileroGate(), self.options)
 
-    def decode(self, audio: np.ndarray, prompt: str = "", careful: bool = False) -> list[Word]:
-        """Words of a short clip (times from its start), hallucinations removed."""
-        frames = len(audio) // (SAMPLE_RATE // _FRAMES_PER_SECOND)
-        pad = _WINDOW_PAD_SECONDS * _FRAMES_PER_SECOND
-        window = min(_MAX_FRAMES, max(_MIN_WINDOW_SECONDS * _FRAMES_PER_SECOND, frames + pad))
-        self._model.window.frames = window
-        try:
-            segments, _info = self._model.transcribe(
-                np.asarray(audio, dtype=np.float32),
-                language=self.language,
-                beam_size=5 if careful else self.beam_size,
-                temperature=0.0,
-                condition_on_previous_text=False,
-                initial_prompt=prompt or None,
-                word_timestamps=True,
-                vad_filter=False,
-                # Bound the cost of a repetition loop (tiny models loop on short clips).
-                max_new_tokens=min(200, int(16 + 8 * len(audio) / SAMPLE_RATE)),
-            )
-            words: list[Word] = []
-            for seg in segments:
-                if is_hallucination(
-                    seg.text, seg.no_speech_prob, seg.avg_logprob, seg.compression_ratio
-                ):
-                    log.debug(
-                        "= dropped segment %r (no_speech %.2f, logprob %.2f)",
-                        seg.text,
-                        seg.no_speech_prob,
-                        seg.avg_logprob,
-                    )
-                    continue
-                words.extend(
-                    Word(float(w.start), float(w.end), w.word) for w in seg.words or () if w.word
-                )
-            return words
-        finally:
-            self._model.window.frames = None
+    def decode(
+        self, audio: np.ndarray, context: str = "", prefix: str = "", final: bool = False
+    ) -> list[str]:
+        """Words heard in ``audio`` after ``prefix`` (which the decoder is told it said).
 
-    def timed_words(self, audio: np.ndarray) -> list[Word]:
-        """Whole-clip words with times, standard settings (reference timings for benchmarks)."""
+        ``context`` is text said before the clip. Returns the words with their
+        leading space (" world"), or nothing when the clip reads as silence,
+        noise or a loop. ``final`` decodes use ``final_beam_size``.
+        """
+        seconds = len(audio) / SAMPLE_RATE
+        if len(audio) < _SAMPLES_PER_FRAME:
+            return []
+        encoder_output = self._encode(audio)
+        tokenizer = self._tokenizer(encoder_output)
+        prompt: list[int] = []
+        if context.strip():
+            prompt = [tokenizer.sot_prev,
+                      *tokenizer.encode(" " + context.strip())[-_MAX_CONTEXT_TOKENS:]]
+        prompt += tokenizer.sot_sequence
+        forced = [tokenizer.timestamp_begin]
+        if prefix.strip():
+            forced += tokenizer.encode(" " + prefix.strip())
+        prompt += forced
+        max_new = _MIN_NEW_TOKENS + int(_TOKENS_PER_SECOND * seconds)
+        max_length = min(len(prompt) + max_new, self._model.max_length)
+        result = self._model.model.generate(
+            encoder_output,
+            [prompt],
+            beam_size=self.final_beam_size if final else self.beam_size,
+            max_length=max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=not prefix.strip(),
+            suppress_tokens=[-1],
+            max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
+        )[0]
+        tokens = result.sequences_ids[0]
+        if tokens[: len(forced)] == forced:  # the answer starts with the forced prefix
+            tokens = tokens[len(forced) :]
+        text = self._segments(tokenizer, tokens, seconds)
+        said = prefix.strip()
+        kept = without_loop(said + text, seconds) if said else without_loop(text, seconds)
+        text = kept[len(said) :] if said else kept  # a loop never takes back the prefix
+        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if tokens else 0.0
+        if is_hallucination(text, result.no_speech_prob, avg_logprob,
+                            compression_ratio(text), continuing=bool(prefix.strip())):
+            log.debug("= dropped %r (no_speech %.2f, logprob %.2f)", text,
+                      result.no_speech_prob, avg_logprob)
+            return []
+        return _WORD.findall(text)
+
+    @staticmethod
+    def _segments(tokenizer: Tokenizer, tokens: list[int], seconds: float) -> str:
+        """Text of a timestamped answer, without what the decoder invented past the audio.
+
+        The answer starts inside a segment (the forced ``<|0.00|>``); timestamps
+        then alternate closing and opening ones. A segment that opens after the
+        audio ends is the decoder continuing into the padding (a loop or a
+        guess), and so is a later one said to end well after the audio (the
+        first one's closing time is often late on a short clip): the answer is
+        cut there. Timestamps are worth their cost for this alone: without
+        them tiny.en stops early or loops more often on short clips.
+        """
+        begin = tokenizer.timestamp_begin
+        text = ""
+        pending: list[int] = []
+        inside, closed = True, 0
+        for token in tokens:
+            if token < tokenizer.eot:
+                pending.append(token)
+                inside = True
+                continue
+            if token < begin:
+                continue  # end of text or another special token
+            time = (token - begin) * _TIMESTAMP_SECONDS
+            if inside:
+                if time > seconds + _LATE_END and closed:
+                    return text
+                text += tokenizer.decode(pending)
+                pending, inside, closed = [], False, closed + 1
+            elif time >= seconds - _LATE_START:
+                return text
+            else:
+                inside = True
+        return text + tokenizer.decode(pending)
+
+    def transcribe(self, audio: np.ndarray, beam_size: int = 5) -> str:
+        """Whole-clip text the standard way (faster-whisper, 30 s windows).
+
+        With ``beam_size=1`` this is the offline baseline streaming is measured against.
+        """
         segments, _info = self._model.transcribe(
             np.asarray(audio, dtype=np.float32),
             language=self.language,
-            beam_size=5,
-            word_timestamps=True,
-        )
-        return [Word(float(w.start), float(w.end), w.word) for s in segments for w in s.words or ()]
-
-    def transcribe(self, audio: np.ndarray) -> str:
-        """Whole-clip transcription with the standard 30 s window and beam search."""
-        segments, _info = self._model.transcribe(
-            np.asarray(audio, dtype=np.float32), language=self.language, beam_size=5
+            beam_size=beam_size,
+            temperature=0.0,
+            vad_filter=False,
         )
         return "".join(seg.text for seg in segments).strip()
 
+    def timed_words(self, audio: np.ndarray) -> list[tuple[str, float, float]]:
+        """Whole-clip (word, start, end) the standard way: reference timings for benchmarks."""
+        segments, _info = self._model.transcribe(
+            np.asarray(audio, dtype=np.float32),
+            language=self.language,
+            beam_size=1,
+            temperature=0.0,
+            word_timestamps=True,
+        )
+        return [(w.word, float(w.start), float(w.end)) for s in segments for w in s.words or ()]
+
+    # -- internals -----------------------------------------------------------
+
+    def _encode(self, audio: np.ndarray) -> ctranslate2.StorageView:
+        """Log-mel features of the clip plus a little silence, through the encoder."""
+        frames = len(audio) // _SAMPLES_PER_FRAME
+        window = min(_MAX_FRAMES, frames + int(_PAD_SECONDS * SAMPLE_RATE) // _SAMPLES_PER_FRAME)
+        padded = np.zeros(window * _SAMPLES_PER_FRAME, dtype=np.float32)
+        clip = np.asarray(audio[: window * _SAMPLES_PER_FRAME], dtype=np.float32)
+        padded[: len(clip)] = clip
+        features = self._model.feature_extractor(padded, padding=0)[:, :window]
+        batch = np.ascontiguousarray(features[None], dtype=np.float32)
+        return self._model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
+
+    def _tokenizer(self, encoder_output: ctranslate2.StorageView) -> Tokenizer:
+        language = self.language
+        if language is None:
+            detected = self._model.model.detect_language(encoder_output)[0][0][0]
+            language = detected[2:-2]  # "<|de|>" → "de"
+        tokenizer = self._tokenizers.get(language)
+        if tokenizer is None:
+            tokenizer = Tokenizer(self._model.hf_tokenizer, self.multilingual,
+                                  task="transcribe", language=language)
+            self._tokenizers[language] = tokenizer
+        return tokenizer
+
+
+def without_loop(text: str, seconds: float) -> str:
+    """``text`` up to where it starts repeating itself (a decoder loop).
+
+    A phrase of ``_LOOP_WORDS`` or more words said again right after itself
+    is how a small Whisper loops ("They all call me. They all call me."):
+    everything from the second copy on goes. Shorter phrases repeat in real
+    speech ("Hello. Hello. Hello."), so their copies are only capped at what
+    fits in the clip at ``_REPEAT_SECONDS`` per word ("1. 1. 1." in 1.1 s).
+    """
+    words = _WORD.findall(text)
+    keys = [w.strip().strip(_PUNCTUATION).casefold() for w in words]
+    for i in range(len(keys)):
+        for n in range(1, (len(keys) - i) // 2 + 1):
+            if keys[i : i + n] != keys[i + n : i + 2 * n]:
+                continue
+            if n >= _LOOP_WORDS:
+                return "".join(words[: i + n])
+            copies = 2
+            while keys[i : i + n] == keys[i + copies * n : i + (copies + 1) * n]:
+                copies += 1
+            allowed = max(1, int(seconds / (_REPEAT_SECONDS * n)))
+            if copies > allowed:
+                return "".join(words[: i + allowed * n])
+    return text
+
+
+def compression_ratio(text: str) -> float:
+    """Raw length over zlib length: a repetition loop compresses far better than speech."""
+    data = text.encode()
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
 
 def is_hallucination(
-    text: str, no_speech_prob: float, avg_logprob: float, compression_ratio: float
+    text: str,
+    no_speech_prob: float,
+    avg_logprob: float,
+    compression_ratio: float,
+    *,
+    continuing: bool = False,
 ) -> bool:
-    """Whether a segment is Whisper talking over silence, noise or music."""
+    """Whether a decode is Whisper talking over silence, noise or music.
+
+    ``continuing``: the text follows words already heard in the same
+    utterance, so a lone "you" or "so" there is speech, not a credit line.
+    """
     if _ANNOTATION.match(text) or not text.strip():
         return True
     if compression_ratio > 2.4:  # a repetition loop
         return True
     if no_speech_prob > 0.6 and avg_logprob < -1.0:
         return True
+    if continuing:
+        return False
     phrase = re.sub(r"[^\w\s']", " ", text.casefold()).split()
     return " ".join(phrase) in HALLUCINATIONS and (no_speech_prob > 0.2 or avg_logprob < -0.7)
