@@ -66,6 +66,7 @@ class _Row:
     text: str = ""
     baseline: float = 0.0
     live_from: int = 0  # offset in ``text`` where live (unconfirmed) words begin
+    first: int = 0  # index of its first word in the flow since the last re-layout
 
 
 class CaptionView(QWidget):
@@ -90,7 +91,7 @@ class CaptionView(QWidget):
         self.layouts_made = 0  # finalized-line layouts computed (tests check no re-layout)
         self._fade = 1.0
         self._clock = clock
-        self._seen: dict[str, float] = {}  # row text → when it was first on screen
+        self._seen: dict[int, float] = {}  # row's first word → when it was first on screen
         self.hold_timer = QTimer(self)  # repaints when a held row has had its time
         self.hold_timer.setSingleShot(True)
         self.hold_timer.timeout.connect(self.update)
@@ -225,12 +226,14 @@ class CaptionView(QWidget):
     def _reflow(self) -> None:
         self._rows: list[tuple[_Row, LineKind]] = []  # complete finalized rows, oldest first
         self._tail: list[str] = []  # finalized words of the speech row still being filled
-        self._tail_rows: dict[tuple[str, ...], _Row] = {}
+        self._tail_first = 0  # index of the tail's first word in the flow
+        self._seen.clear()  # row identities start again
+        self._tail_rows: dict[tuple[object, ...], _Row] = {}
         self._live_rows = None
         for line in self.finalized:
             self._add_final(line)
         for row, _ in self._rows:  # re-laid out, not new: nothing to hold for
-            self._seen.setdefault(row.text, float("-inf"))
+            self._seen[row.first] = float("-inf")
 
     def _fits(self, text: str) -> bool:
         width = self._text_width()
@@ -252,15 +255,16 @@ class CaptionView(QWidget):
             self._tail = []
         self._tail_rows.clear()
         for row in rows:
-            self._rows.append((self._final_row(row), line.kind))
+            self._rows.append((self._final_row(row, self._tail_first), line.kind))
+            self._tail_first += len(row)
         del self._rows[:-KEEP_ROWS]
 
-    def _final_row(self, words: list[str]) -> _Row:
+    def _final_row(self, words: list[str], first: int) -> _Row:
         self.layouts_made += 1
-        return self._make_row(words, len(words))
+        return self._make_row(words, len(words), first)
 
-    def _make_row(self, words: list[str], final_words: int) -> _Row:
-        """A row of ``words``, the first ``final_words`` of them finalized."""
+    def _make_row(self, words: list[str], final_words: int, first: int) -> _Row:
+        """A row of ``words`` starting at word ``first``; ``final_words`` are finalized."""
         text = " ".join(words)
         live_from = len(" ".join(words[:final_words]))
         if 0 < final_words < len(words):
@@ -274,7 +278,8 @@ class CaptionView(QWidget):
             x0 = metrics.horizontalAdvance(text[: m.start])
             x1 = metrics.horizontalAdvance(text[: m.end])
             rects.append(QRectF(x0 - 3, 0, x1 - x0 + 6, metrics.lineSpacing()))
-        return _Row(path, rects, text=text, baseline=metrics.ascent(), live_from=live_from)
+        return _Row(path, rects, text=text, baseline=metrics.ascent(), live_from=live_from,
+                    first=first)
 
     def _current_rows(self) -> list[tuple[_Row, LineKind]]:
         """The rows after the complete ones: the tail of finalized words, then the live text."""
@@ -283,16 +288,18 @@ class CaptionView(QWidget):
         live = self.live.text.split() if self.live is not None else []
         out = []
         final_left = len(self._tail)
+        first = self._tail_first
         for row in self._break(self._tail + live) if self._tail or live else []:
             final_words = min(final_left, len(row))
             final_left -= final_words
             if final_words == len(row):  # finalized words only: laid out once, kept
-                key = tuple(row)
+                key = (first, *row)
                 if key not in self._tail_rows:
-                    self._tail_rows[key] = self._final_row(row)
+                    self._tail_rows[key] = self._final_row(row, first)
                 out.append((self._tail_rows[key], LineKind.SPEECH))
             else:
-                out.append((self._make_row(row, final_words), LineKind.SPEECH))
+                out.append((self._make_row(row, final_words, first), LineKind.SPEECH))
+            first += len(row)
         self._live_rows = out
         return out
 
@@ -311,7 +318,7 @@ class CaptionView(QWidget):
         start = max(0, len(rows) - limit)
         now = self._clock()
         for index in range(max(0, start - MAX_HELD_ROWS), start):
-            seen = self._seen.get(rows[index][0].text)
+            seen = self._seen.get(rows[index][0].first)
             if seen is not None and now - seen < MIN_ROW_SECONDS:  # on screen, not yet read
                 start = index
                 self.hold_timer.start(int((seen + MIN_ROW_SECONDS - now) * 1000) + 1)
@@ -323,9 +330,9 @@ class CaptionView(QWidget):
     def _mark_seen(self, rows: list[tuple]) -> None:
         now = self._clock()
         for row, _, _ in rows:
-            self._seen.setdefault(row.text, now)
+            self._seen.setdefault(row.first, now)  # a row is the same row as it fills
         if len(self._seen) > 4 * KEEP_ROWS:
-            recent = {row.text for row, _ in self._rows}
+            recent = {row.first for row, _ in self._rows}
             self._seen = {t: at for t, at in self._seen.items() if t in recent}
 
     # --- painting -----------------------------------------------------------
