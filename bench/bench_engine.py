@@ -2,6 +2,7 @@
 
 Run: .venv/bin/python bench/bench_engine.py  (prints figures; asserts nothing)
      --memory-hours 2   also feeds a simulated session of that length (faster than real time)
+     --model base       the multilingual model (the 'multilingual' extra), language detected
 
 The clips and references are the real-speech set (tests/support/speech_set.py).
 Each figure is measured in this process, beside the offline baseline:
@@ -33,6 +34,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from captioner.engine.multilingual import EXTRA_HINT, WHISPER_MODELS, multilingual_installed
 from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber, word_key
 from captioner.engine.whisper import WhisperEngine
 from tests.support.speech_set import CLIPS, SpeechClip, word_errors
@@ -151,11 +153,17 @@ def pct(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", choices=WHISPER_MODELS, default="tiny.en",
+                        help="base needs the 'multilingual' extra")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
     parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
     args = parser.parse_args()
-    engine = WhisperEngine(threads=args.threads)
+    if args.model == "base" and not multilingual_installed():
+        print("the multilingual model (base) is not installed: " + EXTRA_HINT)
+        return 1
+    engine = WhisperEngine(threads=args.threads, model=args.model)
+    print(f"model {args.model}, {args.threads} threads")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up
     totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}
