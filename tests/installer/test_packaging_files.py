@@ -57,7 +57,8 @@ def test_engine_never_turns_on_faster_whispers_onnx_vad():
                     or any(a.name == "BatchedInferencePipeline" for a in node.names)):
                 raise AssertionError(f"{path}:{node.lineno}: needs ONNX Runtime (VAD on by "
                                      "default in the batched pipeline)")
-    assert calls >= 3  # the engine's transcribe calls were found
+    assert calls >= 2  # the engine's offline transcribe calls were found (streaming drives
+    # CTranslate2 directly since the utterance engine)
 
 
 def imported_top_level_modules() -> set[str]:
