@@ -240,7 +240,7 @@ def timed_words(pcm: bytes) -> tuple[TimedWord, ...]:
 
     audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32768
     words = WhisperEngine().timed_words(audio)
-    return tuple(TimedWord(w.text.strip(), w.start, w.end) for w in words if w.text.strip())
+    return tuple(TimedWord(text.strip(), start, end) for text, start, end in words if text.strip())
 
 
 _scripts: dict[str, SpeechScript] = {}
