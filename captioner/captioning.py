@@ -173,6 +173,9 @@ class Captioner:
             if self._own_engine:
                 await self.embedded.close()
 
+    def stats_summary(self) -> str:
+        return self.session.stats.summary()
+
     def stop(self) -> None:
         """Graceful: the session finishes with what was captured; run() closes the source."""
         self.session.stop()

@@ -35,6 +35,8 @@ APP_NAME = "Captioner"
 DEFAULT_STT_MODEL = "mistralai/Voxtral-Mini-4B-Realtime-2602"
 
 Source = Literal["mic", "system", "both"]
+DEFAULT_MIC_LABEL = "You"
+DEFAULT_SYSTEM_LABEL = "Others"
 RANGE = "range"  # field metadata key: (lowest, highest) accepted value
 PRIVATE_DIR = 0o700
 
@@ -53,6 +55,20 @@ class AudioSettings:
     system_gain: float = ranged(1.0, 0.0, 8.0)
     # 80 ms of 16 kHz PCM16, one model frame; see captioner.audio.chunker (20 ms … 1 s)
     chunk_bytes: int = ranged(2560, 640, 32_000)
+    # with source "both": caption the microphone and the system audio as two labelled
+    # streams ("You" and "Others") instead of one mix
+    speakers: bool = False
+    mic_label: str = DEFAULT_MIC_LABEL
+    system_label: str = DEFAULT_SYSTEM_LABEL
+
+    @property
+    def two_streams(self) -> bool:
+        return self.source == "both" and self.speakers
+
+    def labels(self) -> tuple[str, str]:
+        """(microphone's, system audio's) speaker names; a blank one is its default."""
+        return (self.mic_label.strip() or DEFAULT_MIC_LABEL,
+                self.system_label.strip() or DEFAULT_SYSTEM_LABEL)
 
 
 @dataclass

@@ -9,7 +9,7 @@ import sys
 from typing import TextIO
 
 from captioner import settings as settings_mod
-from captioner.realtime.captions import CaptionUpdate, LineKind
+from captioner.realtime.captions import CaptionUpdate, LineKind, labelled
 from captioner.session import SessionState, SessionStatus
 
 log = logging.getLogger(__name__)
@@ -47,10 +47,10 @@ class TerminalCaptions:
         for line in update.finalized:
             self._clear_live()
             prefix = {LineKind.GAP: "", LineKind.TYPED: "> "}.get(line.kind, "")
-            self.out.write(f"{prefix}{line.text}\n")
+            self.out.write(f"{prefix}{labelled(line)}\n")
         if self.live and update.live is not None:
             width = shutil.get_terminal_size().columns - 1
-            self.out.write("\r\x1b[2K" + update.live.text[-width:])
+            self.out.write("\r\x1b[2K" + labelled(update.live)[-width:])
             self._live_shown = True
         self.out.flush()
 

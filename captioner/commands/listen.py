@@ -8,12 +8,16 @@ import contextlib
 import logging
 import signal
 import sys
+from typing import Any
 
 from captioner.audio.capture import AudioCapture
+from captioner.audio.dual import DualCapture
 from captioner.audio.errors import AudioError
 from captioner.captioning import Captioner
 from captioner.commands._common import TerminalCaptions, add_endpoint_options, load_settings
 from captioner.session import SessionFailed
+from captioner.settings import Settings
+from captioner.two_streams import TwoStreamCaptioner
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--device", help="device name or index for the chosen source")
     p.add_argument("--mic-device", help="microphone for --source both")
     p.add_argument("--system-device", help="system-audio source for --source both")
+    p.add_argument("--speakers", action="store_true", default=None,
+                   help="with --source both: caption the microphone and the system audio as "
+                        "two streams, each line prefixed 'You: ' or 'Others: ' (names from "
+                        "settings)")
     add_endpoint_options(p)
     p.set_defaults(func=run)
 
@@ -41,18 +49,30 @@ def run(args: argparse.Namespace) -> int:
             audio.system_device = args.device
     audio.mic_device = args.mic_device or audio.mic_device
     audio.system_device = args.system_device or audio.system_device
+    if args.speakers is not None:
+        if audio.source != "both":
+            print("captioner: --speakers needs --source both", file=sys.stderr)
+            return 2
+        audio.speakers = True
+    out = TerminalCaptions()
     try:
-        source = AudioCapture.from_settings(audio)
+        captioner = make_captioner(settings, endpoint=args.endpoint, on_update=out.update,
+                                   on_status=out.status, fail_fast=True)
     except AudioError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2
-    out = TerminalCaptions()
-    captioner = Captioner(settings, source, endpoint=args.endpoint, on_update=out.update,
-                          on_status=out.status, fail_fast=True)
     return asyncio.run(_listen(captioner))
 
 
-async def _listen(captioner: Captioner) -> int:
+def make_captioner(settings: Settings, **options: Any) -> Captioner | TwoStreamCaptioner:
+    """One session on the configured source, or two labelled ones. Raises AudioError."""
+    if settings.audio.two_streams:
+        return TwoStreamCaptioner(settings, DualCapture.from_settings(settings.audio),
+                                  **options)
+    return Captioner(settings, AudioCapture.from_settings(settings.audio), **options)
+
+
+async def _listen(captioner: Captioner | TwoStreamCaptioner) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # Windows
@@ -66,5 +86,5 @@ async def _listen(captioner: Captioner) -> int:
         print(f"captioner: audio capture failed: {exc}", file=sys.stderr)
         return 1
     finally:
-        log.info("= listen finished: %s", captioner.session.stats.summary())
+        log.info("= listen finished: %s", captioner.stats_summary())
     return 0

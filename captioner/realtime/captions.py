@@ -28,6 +28,12 @@ class CaptionLine:
     end: float
     final: bool = True
     kind: LineKind = LineKind.SPEECH
+    speaker: str | None = None  # "You"/"Others" in two-stream mode; None: one stream
+
+
+def labelled(line: CaptionLine) -> str:
+    """The line's text with its speaker's name in front ("You: …"), when it has one."""
+    return f"{line.speaker}: {line.text}" if line.speaker else line.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +49,7 @@ class CaptionModel:
     max_chars: int = 84
     min_sentence_chars: int = 16  # shorter sentences stay on the line ("Yes. I agree.")
     pause_seconds: float = 1.2
+    speaker: str | None = None  # stamped on every line (two-stream mode)
     lines: list[CaptionLine] = field(default_factory=list)
     _live: str = ""
     _live_start: float = 0.0
@@ -55,7 +62,8 @@ class CaptionModel:
         text = self._live.strip()
         if not text:
             return None
-        return CaptionLine(text, self._live_start, self._live_end, final=False)
+        return CaptionLine(text, self._live_start, self._live_end, final=False,
+                           speaker=self.speaker)
 
     def add_text(self, delta: str, audio_time: float) -> CaptionUpdate:
         """Append a delta that arrived when ``audio_time`` seconds of audio had been sent."""
@@ -101,7 +109,7 @@ class CaptionModel:
         """Mark audio that was lost, so the transcript shows the hole instead of hiding it."""
         update = self.flush()
         line = CaptionLine(f"[{end - start:.0f} s of audio not transcribed]", start, end,
-                           kind=LineKind.GAP)
+                           kind=LineKind.GAP, speaker=self.speaker)
         self.lines.append(line)
         return CaptionUpdate((*update.finalized, line), None)
 
@@ -130,7 +138,7 @@ class CaptionModel:
         head, rest = self._live[:cut], self._live[cut:]
         text_end = len(head.rstrip())
         end = next((t for offset, t in self._marks if offset >= text_end), self._live_end)
-        line = CaptionLine(head.strip(), self._live_start, end)
+        line = CaptionLine(head.strip(), self._live_start, end, speaker=self.speaker)
         self.lines.append(line)
         stripped = rest.lstrip()
         shift = len(self._live) - len(stripped)

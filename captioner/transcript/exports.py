@@ -9,6 +9,11 @@ Subtitle rules (what players and broadcasters expect):
   next one's start when there is room for the minimum, otherwise the next cue
   starts when this one ends.
 Times are computed in whole milliseconds, so rounding never creates an overlap.
+
+Two-stream transcripts ("You" and "Others") are put in the order they were spoken
+and name the speaker: SRT starts a line's first cue with "Name: ", WebVTT wraps
+each cue in a voice span ``<v Name>``, TXT writes "Name: " after the time. Lines
+without a speaker (one stream) are written exactly as before.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.realtime.captions import CaptionLine, LineKind, labelled
+from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
 
@@ -34,6 +40,7 @@ class Cue:
     start_ms: int
     end_ms: int
     text: str  # rows joined with "\n"
+    speaker: str | None = None
 
 
 def wrap(text: str, width: int = MAX_CHARS) -> list[str]:
@@ -66,13 +73,19 @@ def _ms(seconds: float) -> int:
 
 
 def build_cues(lines: Iterable[CaptionLine], *, max_chars: int = MAX_CHARS,
-               max_lines: int = MAX_LINES, min_ms: int = MIN_MS) -> list[Cue]:
-    raw: list[tuple[int, int, str]] = []
-    for line in lines:
-        rows = wrap(line.text, max_chars)
+               max_lines: int = MAX_LINES, min_ms: int = MIN_MS,
+               name_in_text: bool = False) -> list[Cue]:
+    """Cues in spoken order; ``name_in_text`` starts every cue of a line with its speaker's
+    name (SRT has no other place for it; a cue is read on its own)."""
+    raw: list[tuple[int, int, str, str | None]] = []
+    for line in in_time_order(lines):
+        prefix = f"{line.speaker}: " if name_in_text and line.speaker else ""
+        rows = wrap(line.text, max(max_chars - len(prefix), max_chars // 2))
         if not rows:
             continue
         groups = [rows[i:i + max_lines] for i in range(0, len(rows), max_lines)]
+        if prefix:
+            groups = [[prefix + group[0], *group[1:]] for group in groups]
         start, end = _ms(line.start), _ms(line.end)
         duration = max(0, end - start)
         total = sum(len(" ".join(g)) for g in groups)
@@ -80,15 +93,15 @@ def build_cues(lines: Iterable[CaptionLine], *, max_chars: int = MAX_CHARS,
         for group in groups:
             s = start + duration * done // total
             done += len(" ".join(group))
-            raw.append((s, start + duration * done // total, "\n".join(group)))
+            raw.append((s, start + duration * done // total, "\n".join(group), line.speaker))
     cues: list[Cue] = []
     prev_end = 0
-    for i, (s, e, text) in enumerate(raw):
+    for i, (s, e, text, speaker) in enumerate(raw):
         s = max(s, prev_end)
         e = max(e, s + min_ms)
         if i + 1 < len(raw) and raw[i + 1][0] >= s + min_ms:
             e = min(e, raw[i + 1][0])
-        cues.append(Cue(i + 1, s, e, text))
+        cues.append(Cue(i + 1, s, e, text, speaker))
         prev_end = e
     return cues
 
@@ -108,7 +121,7 @@ def clock(seconds: float) -> str:
 def to_srt(lines: Iterable[CaptionLine]) -> str:
     return "\n".join(
         f"{c.index}\n{timestamp(c.start_ms)} --> {timestamp(c.end_ms)}\n{c.text}\n"
-        for c in build_cues(lines)
+        for c in build_cues(lines, name_in_text=True)
     )
 
 
@@ -120,8 +133,9 @@ VTT_HEADER = "WEBVTT\n\n"
 
 
 def vtt_cue(cue: Cue) -> str:
+    voice = f"<v {_vtt_escape(cue.speaker)}>" if cue.speaker else ""
     return (f"{cue.index}\n{timestamp(cue.start_ms, '.')} --> {timestamp(cue.end_ms, '.')}\n"
-            f"{_vtt_escape(cue.text)}\n")
+            f"{voice}{_vtt_escape(cue.text)}\n")
 
 
 def to_vtt(lines: Iterable[CaptionLine]) -> str:
@@ -130,9 +144,9 @@ def to_vtt(lines: Iterable[CaptionLine]) -> str:
 
 def to_txt(lines: Iterable[CaptionLine]) -> str:
     out = []
-    for line in lines:
+    for line in in_time_order(lines):
         mark = "(reply) " if line.kind is LineKind.TYPED else ""
-        out.append(f"[{clock(line.start)}] {mark}{line.text}\n")
+        out.append(f"[{clock(line.start)}] {mark}{labelled(line)}\n")
     return "".join(out)
 
 

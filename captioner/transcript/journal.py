@@ -5,7 +5,12 @@ transcript folder::
 
     {"type": "start", "version": 1, "started": "...", "source": "...", "endpoint": "..."}
     {"type": "line", "text": "...", "start": 1.2, "end": 3.4, "kind": "speech"}
+    {"type": "line", "text": "...", "start": 2.0, "end": 3.1, "kind": "speech", "speaker": "You"}
     ...
+
+Lines are written as they are finalized; in two-stream mode (lines with a
+``speaker``) that is not quite the order they were spoken, so the reader puts
+them back in time order.
     {"type": "end", "ended": "..."}
 
 Every append is written and fsync'd before it returns, so a power loss loses at
@@ -37,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import JournalError
 
@@ -58,8 +64,11 @@ def _describe(exc: OSError, path: Path) -> str:
 
 
 def line_record(line: CaptionLine) -> dict[str, Any]:
-    return {"type": "line", "text": line.text, "start": round(line.start, 3),
-            "end": round(line.end, 3), "kind": line.kind.value}
+    record = {"type": "line", "text": line.text, "start": round(line.start, 3),
+              "end": round(line.end, 3), "kind": line.kind.value}
+    if line.speaker:  # two-stream mode; one-stream records stay as they were
+        record["speaker"] = line.speaker
+    return record
 
 
 class Journal:
@@ -212,6 +221,14 @@ class JournalContents:
         return str(self.header.get("started", ""))
 
 
+def _speaker(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"speaker must be text, not {value!r}")
+    return value or None
+
+
 def read_journal(path: Path | str) -> JournalContents:
     """Everything readable in a journal; never raises for damaged content."""
     path = Path(path)
@@ -231,7 +248,8 @@ def read_journal(path: Path | str) -> JournalContents:
             if kind == "line":
                 contents.lines.append(CaptionLine(
                     str(record["text"]), float(record["start"]), float(record["end"]),
-                    kind=LineKind(record.get("kind", "speech"))))
+                    kind=LineKind(record.get("kind", "speech")),
+                    speaker=_speaker(record.get("speaker"))))
             elif kind == "start":
                 contents.header = record
             elif kind == "end":
@@ -240,6 +258,7 @@ def read_journal(path: Path | str) -> JournalContents:
                 contents.skipped += 1
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
             contents.skipped += 1
+    contents.lines = in_time_order(contents.lines)
     return contents
 
 

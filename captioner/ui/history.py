@@ -27,7 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.realtime.captions import CaptionLine, LineKind, labelled
+from captioner.realtime.speakers import time_index
 from captioner.transcript.exports import ExportError, clock, export
 from captioner.transcript.journal import JournalContents, journal_files, read_journal
 from captioner.ui.actions import AppActions
@@ -48,7 +49,7 @@ class HistorySession:
 
 def line_label(line: CaptionLine) -> str:
     mark = "(reply) " if line.kind is LineKind.TYPED else ""
-    return f"[{clock(line.start)}] {mark}{line.text}"
+    return f"[{clock(line.start)}] {mark}{labelled(line)}"
 
 
 class HistoryWindow(QWidget):
@@ -197,7 +198,13 @@ class HistoryWindow(QWidget):
     # --- lines ----------------------------------------------------------------
 
     def append_line(self, line: CaptionLine) -> None:
-        self.sessions[CURRENT].lines.append(line)
+        lines = self.sessions[CURRENT].lines
+        index = time_index(lines, line)  # two streams: where it was said, not finalized
+        lines.insert(index, line)
+        if index < len(lines) - 1:
+            if self._selected == CURRENT:
+                self._refill()
+            return
         if self._selected == CURRENT and self._matches(line):
             at_end = self.lines.verticalScrollBar().value() >= \
                 self.lines.verticalScrollBar().maximum() - 2

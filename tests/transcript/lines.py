@@ -11,3 +11,13 @@ LINES = [
     CaptionLine("Thanks, bye & see you <soon>", 17.0, 17.0, kind=LineKind.TYPED),
     CaptionLine("One hour later.", 3600.25, 3601.5),
 ]
+
+# A call in two-stream mode, in the order the lines were finalized (not spoken):
+# "You" finalizes its first line after "Others" began speaking.
+CALL = [
+    CaptionLine("Can everyone hear me?", 0.4, 1.9, speaker="Others"),
+    CaptionLine("Yes, loud and clear.", 1.2, 2.6, speaker="You"),
+    CaptionLine("Great, then let us start with the budget for the next quarter, "
+                "which is a long line.", 3.0, 9.0, speaker="Others"),
+    CaptionLine("Sounds good <to> me & the team.", 9.5, 11.0, speaker="You"),
+]

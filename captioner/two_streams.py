@@ -1,0 +1,163 @@
+"""Two-stream captioning: the microphone ("You") and the system audio ("Others"),
+each on its own session, merged into one caption stream with speaker names.
+
+Same surface as :class:`~captioner.captioning.Captioner` (``run``/``stop``), so
+the GUI controller and ``captioner listen`` drive either. Both sessions use the
+same endpoint: with the embedded engine the one loaded model serves both (its
+server gives every connection a transcriber of its own); a cloud endpoint gets
+two concurrent sessions.
+
+Echo: without headphones the microphone also hears the others. Besides the
+audio filter in :class:`~captioner.audio.dual.DualCapture`, every finalized
+"You" line passes :attr:`TwoStreamCaptioner.mic_line_filter`, which sees the
+"Others" lines of the last ``RECENT_OTHERS_SECONDS`` and may drop or trim it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+from collections.abc import Callable, Sequence
+
+from captioner.audio.dual import DualCapture
+from captioner.captioning import EmbeddedEngine, make_connector, session_options
+from captioner.realtime.captions import CaptionLine, CaptionModel, CaptionUpdate, LineKind
+from captioner.realtime.speakers import SpeakerMerge, in_time_order
+from captioner.session import CaptionSession, SessionState, SessionStatus
+from captioner.settings import Settings
+from captioner.transport.endpoint_url import parse_endpoint
+
+RECENT_OTHERS_SECONDS = 10.0  # audio time of "Others" lines a mic line is checked against
+
+# A finalized mic line and the recent "Others" lines → the line to show, or None to drop.
+MicLineFilter = Callable[[CaptionLine, Sequence[CaptionLine]], CaptionLine | None]
+
+
+def keep_line(line: CaptionLine, recent_others: Sequence[CaptionLine]) -> CaptionLine | None:
+    """No text-level echo suppression."""
+    return line
+
+
+# worst first: the combined status shows the stream in the most trouble
+_TROUBLE = (SessionState.FAILED, SessionState.RECONNECTING, SessionState.CONNECTING,
+            SessionState.STOPPING, SessionState.LIVE, SessionState.STOPPED)
+
+
+class TwoStreamCaptioner:
+    """One run of two labelled sessions over a :class:`DualCapture`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        source: DualCapture,
+        *,
+        embedded: EmbeddedEngine | None = None,
+        endpoint: str | None = None,
+        on_update: Callable[[CaptionUpdate], None] | None = None,
+        on_status: Callable[[SessionStatus], None] | None = None,
+        fail_fast: bool = False,
+        mic_line_filter: MicLineFilter = keep_line,
+    ) -> None:
+        self.settings = settings
+        self.spec = parse_endpoint(endpoint or settings.recognition.endpoint)
+        self.source = source
+        self.embedded = embedded or EmbeddedEngine(settings)
+        self._own_engine = embedded is None
+        self.you, self.others = settings.audio.labels()
+        self.mic_line_filter = mic_line_filter
+        self.on_update = on_update
+        self.on_status = on_status
+        self._merge = SpeakerMerge()
+        self.lines: list[CaptionLine] = []  # finalized lines shown, as they came
+        self._recent: collections.deque[CaptionLine] = collections.deque()
+        self._statuses: dict[str, SessionStatus] = {}
+        options = session_options(settings, self.spec, fail_fast=fail_fast)
+        self.sessions = {
+            name: CaptionSession(
+                make_connector(self.spec, settings, self.embedded), options,
+                captions=CaptionModel(speaker=name),
+                on_update=lambda update, name=name: self._update(name, update),
+                on_status=lambda status, name=name: self._status(name, status),
+            )
+            for name in (self.you, self.others)
+        }
+
+    @property
+    def session(self) -> CaptionSession:
+        """The "You" session (its stats; :attr:`sessions` has both)."""
+        return self.sessions[self.you]
+
+    def stats_summary(self) -> str:
+        return "; ".join(f"{name}: {s.stats.summary()}" for name, s in self.sessions.items())
+
+    async def run(self) -> list[CaptionLine]:
+        """Caption both streams until :meth:`stop`; returns the lines shown, in time order.
+        Raises SessionFailed (or CaptureError) when either stream cannot go on; the
+        other is then stopped too."""
+        await self.source.start()
+        tasks = {
+            asyncio.create_task(self.sessions[self.you].run(self.source.mic_chunks())),
+            asyncio.create_task(self.sessions[self.others].run(self.source.system_chunks())),
+        }
+        try:
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            failed = [t for t in done if t.exception() is not None]
+            if failed:
+                for task in pending:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await task
+                raise failed[0].exception()  # type: ignore[misc]
+        finally:
+            for task in tasks:
+                task.cancel()
+            await self.source.stop()
+            self.session.stats.dropped_frames = self.source.dropped_chunks
+            if self._own_engine:
+                await self.embedded.close()
+        return in_time_order(self.lines)
+
+    def stop(self) -> None:
+        """Graceful: both sessions finish with what was captured."""
+        for session in self.sessions.values():
+            session.stop()
+
+    # --- merging ------------------------------------------------------------
+
+    def _update(self, speaker: str, update: CaptionUpdate) -> None:
+        finalized = update.finalized
+        if speaker == self.others:
+            self._remember(finalized)
+        else:
+            finalized = tuple(kept for line in finalized
+                              if (kept := self._filter_mic(line)) is not None)
+        self.lines.extend(finalized)
+        merged = self._merge.apply(speaker, CaptionUpdate(finalized, update.live))
+        if self.on_update is not None and (merged.finalized or merged.live is not None):
+            self.on_update(merged)
+
+    def _filter_mic(self, line: CaptionLine) -> CaptionLine | None:
+        if line.kind is not LineKind.SPEECH:
+            return line
+        return self.mic_line_filter(line, tuple(self._recent))
+
+    def _remember(self, lines: Sequence[CaptionLine]) -> None:
+        self._recent.extend(line for line in lines if line.kind is LineKind.SPEECH)
+        if self._recent:
+            horizon = self._recent[-1].end - RECENT_OTHERS_SECONDS
+            while self._recent and self._recent[0].end < horizon:
+                self._recent.popleft()
+
+    def _status(self, speaker: str, status: SessionStatus) -> None:
+        self._statuses[speaker] = status
+        worst = min(self._statuses.items(), key=lambda item: _TROUBLE.index(item[1].state))
+        name, combined = worst
+        if combined.detail and len(self._statuses) > 1:
+            combined = SessionStatus(combined.state, f"{name}: {combined.detail}",
+                                     combined.retry_in)
+        if self.on_status is not None:
+            self.on_status(combined)
+
+
+__all__ = ["MicLineFilter", "TwoStreamCaptioner", "keep_line"]

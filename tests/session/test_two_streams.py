@@ -1,0 +1,115 @@
+"""Two labelled sessions over one local Realtime server: mic = "You", system = "Others".
+
+Real parts: the loopback server (one transcriber per connection, as the embedded
+engine gives), both capture pipelines (resampling, chunking) and both caption
+sessions; only the devices are stand-ins (the test plays the audio thread).
+"""
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+
+from captioner.audio.capture import AudioCapture
+from captioner.audio.devices import AudioDevice
+from captioner.audio.dual import DualCapture, ReferenceBuffer
+from captioner.settings import Settings
+from captioner.two_streams import TwoStreamCaptioner
+from tests.audio.test_capture import Opener
+from tests.support.transcribers import RecordingFactory, ThreadedServer, tone_words_pcm
+
+MIC = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0, is_default=True)
+SYSTEM = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0, is_default=True)
+BLOCK = 320  # 20 ms at 16 kHz
+SILENCE = b"\0" * 2 * 16_000  # one second
+
+
+def blocks(pcm: bytes) -> list[np.ndarray]:
+    audio = np.frombuffer(pcm, "<i2").astype(np.float32) / 32767
+    return [audio[i:i + BLOCK, None] for i in range(0, audio.size, BLOCK)]
+
+
+def play(stream, pcm: bytes) -> None:
+    """The device's clock: one block every 20 ms, as a sound card delivers them."""
+    start = time.monotonic()
+    for n, block in enumerate(blocks(pcm)):
+        delay = start + n * BLOCK / 16_000 - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        stream.on_block(block, False)
+
+
+class Recorder:
+    """Filters at both seams that keep what they saw."""
+
+    def __init__(self):
+        self.references: list[bytes] = []
+        self.recent_seen: list[list[str]] = []
+
+    def process(self, mic: bytes, reference: bytes) -> bytes:
+        assert len(reference) == len(mic)
+        self.references.append(reference)
+        return mic
+
+    def lines(self, line, recent_others):
+        self.recent_seen.append([other.text for other in recent_others])
+        return None if "echo" in line.text else line
+
+
+def test_mic_and_system_come_out_labelled_and_in_spoken_order():
+    # Others speak first, then You; then Others again while You are quiet.
+    system_pcm = (tone_words_pcm(["charlie", "delta"]) + SILENCE * 3
+                  + tone_words_pcm(["hotel", "india"]) + SILENCE * 2)
+    mic_pcm = (SILENCE + tone_words_pcm(["alpha", "bravo"]) + SILENCE * 2
+               + tone_words_pcm(["echo"]))
+    mic_pcm += b"\0" * (len(system_pcm) - len(mic_pcm))
+    settings = Settings()
+    settings.audio.source, settings.audio.speakers = "both", True
+    settings.audio.system_label = "Team"
+    updates = []
+    recorder = Recorder()
+
+    async def main(url):
+        opener = Opener()
+        mic = AudioCapture("mic", mic=MIC, opener=opener, chunk_bytes=2560,
+                           buffer_seconds=30, stall_timeout=120)
+        system = AudioCapture("system", system=SYSTEM, opener=opener, chunk_bytes=2560,
+                           buffer_seconds=30, stall_timeout=120)
+        dual = DualCapture(mic, system, mic_filter=recorder)
+        captioner = TwoStreamCaptioner(settings, dual, endpoint=url, on_update=updates.append,
+                                       mic_line_filter=recorder.lines)
+        task = asyncio.create_task(captioner.run())
+        while len(opener.streams) < 2 or not all(s.started for s in opener.streams.values()):
+            await asyncio.sleep(0.01)
+        feeders = [threading.Thread(target=play, args=(opener.streams[s], p))
+                   for s, p in (("mic", mic_pcm), ("system", system_pcm))]
+        for feeder in feeders:
+            feeder.start()
+        await asyncio.to_thread(lambda: [f.join() for f in feeders])
+        seconds = len(system_pcm) / 32_000 - 0.1  # the last chunk may wait for stop()
+        while min(s.stats.audio_seconds for s in captioner.sessions.values()) < seconds:
+            await asyncio.sleep(0.02)
+        captioner.stop()
+        return await asyncio.wait_for(task, 30)
+
+    with ThreadedServer(RecordingFactory()) as server:
+        lines = asyncio.run(asyncio.wait_for(main(server.url), 60))
+
+    said = [(line.speaker, line.text) for line in lines]
+    expected = [("Team", "charlie delta"), ("You", "alpha bravo"), ("Team", "hotel india")]
+    assert said == expected, said
+    shown = [line for update in updates for line in update.finalized]
+    assert {(line.speaker, line.text) for line in shown} == set(said)  # "echo" was dropped
+    assert ["charlie delta"] in recorder.recent_seen  # the text seam saw what Others said
+    reference = b"".join(recorder.references)
+    assert reference[:len(system_pcm) // 2] != b"\0" * (len(system_pcm) // 2)
+
+
+def test_reference_buffer_reads_silence_where_the_system_audio_is_missing():
+    buffer = ReferenceBuffer(keep_seconds=0.001)  # keeps 16 samples
+    buffer.push(b"\1\0" * 40)
+    assert buffer.end == 80
+    assert buffer.read(0, 8) == b"\0" * 8  # dropped already
+    assert buffer.read(76, 8) == b"\1\0\1\0" + b"\0" * 4  # not there yet
+    assert buffer.read(60, 4) == b"\1\0\1\0"
