@@ -58,6 +58,8 @@ class AudioSettings:
     # with source "both": caption the microphone and the system audio as two labelled
     # streams ("You" and "Others") instead of one mix
     speakers: bool = False
+    # two streams: cancel the others' voices the microphone hears from the speakers
+    echo_cancel: bool = True
     mic_label: str = DEFAULT_MIC_LABEL
     system_label: str = DEFAULT_SYSTEM_LABEL
 

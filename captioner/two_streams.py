@@ -19,13 +19,21 @@ import asyncio
 import collections
 import contextlib
 from collections.abc import Callable, Sequence
+from typing import Any
 
+from captioner.audio.capture import AudioCapture
 from captioner.audio.dual import DualCapture
-from captioner.captioning import EmbeddedEngine, make_connector, session_options
+from captioner.captioning import (
+    AudioSource,
+    Captioner,
+    EmbeddedEngine,
+    make_connector,
+    session_options,
+)
 from captioner.realtime.captions import CaptionLine, CaptionModel, CaptionUpdate, LineKind
 from captioner.realtime.speakers import SpeakerMerge, in_time_order
 from captioner.session import CaptionSession, SessionState, SessionStatus
-from captioner.settings import Settings
+from captioner.settings import AudioSettings, Settings
 from captioner.transport.endpoint_url import parse_endpoint
 
 RECENT_OTHERS_SECONDS = 10.0  # audio time of "Others" lines a mic line is checked against
@@ -160,4 +168,19 @@ class TwoStreamCaptioner:
             self.on_status(combined)
 
 
-__all__ = ["MicLineFilter", "TwoStreamCaptioner", "keep_line"]
+def open_source(audio: AudioSettings) -> AudioSource | DualCapture:
+    """The capture the settings ask for (one stream, or two). Raises AudioError."""
+    if audio.two_streams:
+        return DualCapture.from_settings(audio)
+    return AudioCapture.from_settings(audio)
+
+
+def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any
+                  ) -> Captioner | TwoStreamCaptioner:
+    """One labelled pair of sessions for a :class:`DualCapture`, else one session."""
+    if isinstance(source, DualCapture):
+        return TwoStreamCaptioner(settings, source, **options)
+    return Captioner(settings, source, **options)
+
+
+__all__ = ["MicLineFilter", "TwoStreamCaptioner", "captioner_for", "keep_line", "open_source"]

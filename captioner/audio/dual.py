@@ -4,8 +4,9 @@ Two-stream mode ("You" and "Others") captions each source on its own session, so
 unlike the mixed ``both`` capture the two are never added together. The mic
 stream passes through one :class:`MicFilter` that sees the system audio of the
 same moment as its reference: that is where acoustic echo cancellation goes (the
-others' voices coming back into the microphone through the speakers). Until a
-canceller is plugged in, the filter is :class:`PassThrough`.
+others' voices coming back into the microphone through the speakers). From the
+settings that filter is :class:`~captioner.audio.echo.EchoCanceller` (off:
+:class:`PassThrough`).
 
 Alignment: both captures start together and deliver 16 kHz samples, so a
 position counted in samples since the start is the same moment in both (as the
@@ -22,6 +23,7 @@ from typing import Protocol
 
 from captioner.audio.capture import LEVEL_FLOOR_DBFS, AudioCapture
 from captioner.audio.devices import AudioDevice
+from captioner.audio.echo import EchoCanceller
 from captioner.audio.resample import TARGET_RATE
 from captioner.audio.streams import StreamOpener, open_input
 from captioner.settings import AudioSettings
@@ -116,7 +118,10 @@ class DualCapture:
     def from_settings(cls, audio: AudioSettings, devices: Sequence[AudioDevice] | None = None,
                       opener: StreamOpener = open_input, *,
                       mic_filter: MicFilter | None = None) -> DualCapture:
-        """Raises :class:`DeviceNotFound` like :meth:`AudioCapture.from_settings`."""
+        """Raises :class:`DeviceNotFound` like :meth:`AudioCapture.from_settings`. The mic
+        filter is WebRTC echo cancellation unless ``audio.echo_cancel`` is off."""
+        if mic_filter is None and audio.echo_cancel:
+            mic_filter = EchoCanceller()
         captures = []
         for role in ("mic", "system"):
             one = AudioSettings(**{**vars(audio), "source": role})

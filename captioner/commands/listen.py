@@ -8,16 +8,12 @@ import contextlib
 import logging
 import signal
 import sys
-from typing import Any
 
-from captioner.audio.capture import AudioCapture
-from captioner.audio.dual import DualCapture
 from captioner.audio.errors import AudioError
 from captioner.captioning import Captioner
 from captioner.commands._common import TerminalCaptions, add_endpoint_options, load_settings
 from captioner.session import SessionFailed
-from captioner.settings import Settings
-from captioner.two_streams import TwoStreamCaptioner
+from captioner.two_streams import TwoStreamCaptioner, captioner_for, open_source
 
 log = logging.getLogger(__name__)
 
@@ -56,20 +52,13 @@ def run(args: argparse.Namespace) -> int:
         audio.speakers = True
     out = TerminalCaptions()
     try:
-        captioner = make_captioner(settings, endpoint=args.endpoint, on_update=out.update,
-                                   on_status=out.status, fail_fast=True)
+        source = open_source(settings.audio)
     except AudioError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2
+    captioner = captioner_for(settings, source, endpoint=args.endpoint, on_update=out.update,
+                              on_status=out.status, fail_fast=True)
     return asyncio.run(_listen(captioner))
-
-
-def make_captioner(settings: Settings, **options: Any) -> Captioner | TwoStreamCaptioner:
-    """One session on the configured source, or two labelled ones. Raises AudioError."""
-    if settings.audio.two_streams:
-        return TwoStreamCaptioner(settings, DualCapture.from_settings(settings.audio),
-                                  **options)
-    return Captioner(settings, AudioCapture.from_settings(settings.audio), **options)
 
 
 async def _listen(captioner: Captioner | TwoStreamCaptioner) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from captioner.audio.dual import DualCapture
 from captioner.audio.errors import AudioError
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
@@ -27,11 +28,12 @@ from captioner.session import SessionFailed, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
 from captioner.transcript.journal import Journal, JournalError
 from captioner.transport.endpoint_url import parse_endpoint
+from captioner.two_streams import TwoStreamCaptioner, captioner_for, open_source
 from captioner.ui.settings_store import SettingsStore
 
 log = logging.getLogger(__name__)
 
-SourceFactory = Callable[[AudioSettings], AudioSource]
+SourceFactory = Callable[[AudioSettings], AudioSource | DualCapture]
 JournalFactory = Callable[[Path, dict[str, Any]], Journal]
 LEVEL_INTERVAL_MS = 100
 STOP_GRACE_SECONDS = 12.0
@@ -52,10 +54,8 @@ class CaptionStatus:
 LOADING = CaptionStatus("loading", "Loading speech model…")
 
 
-def _default_source(audio: AudioSettings) -> AudioSource:
-    from captioner.audio.capture import AudioCapture
-
-    return AudioCapture.from_settings(audio)
+def _default_source(audio: AudioSettings) -> AudioSource | DualCapture:
+    return open_source(audio)
 
 
 def _default_journal(folder: Path, header: dict[str, Any]) -> Journal:
@@ -63,6 +63,8 @@ def _default_journal(folder: Path, header: dict[str, Any]) -> Journal:
 
 
 def describe_source(audio: AudioSettings) -> str:
+    if audio.two_streams:
+        return " + ".join(audio.labels())
     return {"mic": "Microphone", "system": "System audio",
             "both": "Mic + system"}.get(audio.source, audio.source)
 
@@ -112,8 +114,8 @@ class CaptionController(QObject):
         self._source_factory = source_factory
         self._journal_factory = journal_factory
         self._task: asyncio.Task[None] | None = None
-        self._captioner: Captioner | None = None
-        self._source: AudioSource | None = None
+        self._captioner: Captioner | TwoStreamCaptioner | None = None
+        self._source: AudioSource | DualCapture | None = None
         self._journal: Journal | None = None
         self._journal_failed = False
         self._loading = False  # the embedded model is loading while capture runs
@@ -240,8 +242,9 @@ class CaptionController(QObject):
         self._loading = spec.kind == "embedded" and not self.embedded.ready
         self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
         self._open_journal(settings)
-        captioner = Captioner(settings, self._source, embedded=self.embedded, endpoint=endpoint,
-                              on_update=self._on_update, on_status=self._on_status)
+        captioner = captioner_for(settings, self._source, embedded=self.embedded,
+                                  endpoint=endpoint, on_update=self._on_update,
+                                  on_status=self._on_status)
         self._captioner = captioner
         self._level_timer.start()
         try:
