@@ -15,10 +15,11 @@ Clock offset: both streams count samples from their start, but each capture
 path has its own latency, so the echo of a system sample reaches the mic some
 tens of milliseconds later — or *earlier* by the stream positions, when the
 system capture lags the mic one. AEC3 only cancels echo that comes after its
-reference, within its delay range. So the delay is measured here by
-cross-correlation (:class:`DelayEstimator`) and the reference is shifted to
-reach AEC3 a little before its echo; when the echo leads the reference, the mic
-is held back by that much (output latency of that lead, tens of milliseconds).
+reference, within its delay range (about 10-300 ms here). So the delay is
+measured by cross-correlation (:class:`DelayEstimator`); outside that range the
+reference is shifted to reach AEC3 40 ms before its echo, and when the echo leads
+the reference, the mic is held back by the lead plus those 40 ms (output
+latency, tens of milliseconds).
 
 Frame bookkeeping: AEC3 works on 10 ms frames; mic audio not yet making a whole
 frame (or waiting for its reference) is kept, and the output is padded with
@@ -40,7 +41,10 @@ log = logging.getLogger(__name__)
 BYTES_PER_SAMPLE = 2  # PCM16
 FRAME_SAMPLES = TARGET_RATE // 100  # 10 ms: the unit AEC3 processes
 FRAME_BYTES = FRAME_SAMPLES * BYTES_PER_SAMPLE
-# The reference reaches AEC3 this long before its echo (inside AEC3's delay range).
+# Echo delays AEC3 finds by itself (measured: bench/bench_echo.py); outside them the
+# reference is shifted to reach AEC3 TARGET_LEAD_SECONDS before its echo.
+AEC3_MIN_DELAY_SECONDS = 0.01
+AEC3_MAX_DELAY_SECONDS = 0.3
 TARGET_LEAD_SECONDS = 0.04
 MAX_ECHO_LAG_SECONDS = 1.0  # echo at most this long after its reference…
 MAX_ECHO_LEAD_SECONDS = 0.25  # …or this long before it (the system capture lagging)
@@ -119,6 +123,8 @@ class EchoCanceller:
         self._max_lag = _seconds_to_samples(MAX_ECHO_LAG_SECONDS)
         self._max_lead = _seconds_to_samples(MAX_ECHO_LEAD_SECONDS)
         self._target_lead = _seconds_to_samples(TARGET_LEAD_SECONDS)
+        self._aec3_range = (_seconds_to_samples(AEC3_MIN_DELAY_SECONDS),
+                            _seconds_to_samples(AEC3_MAX_DELAY_SECONDS))
         self._window = _seconds_to_samples(ESTIMATE_WINDOW_SECONDS)
         self._every = _seconds_to_samples(ESTIMATE_EVERY_SECONDS)
         self._estimator = DelayEstimator(self._max_lag, self._max_lead)
@@ -147,7 +153,10 @@ class EchoCanceller:
     @property
     def _shift(self) -> int:
         """How far before a mic frame its reference frame starts."""
-        return 0 if self._lag is None else self._lag - self._target_lead
+        lo, hi = self._aec3_range
+        if self._lag is None or lo <= self._lag <= hi:
+            return 0  # AEC3 follows it alone: no shift, no re-adaptation
+        return self._lag - self._target_lead
 
     def process(self, mic: bytes, reference: bytes) -> bytes:
         """``mic`` and ``reference``: 16 kHz mono PCM16 of the same span (same length).
