@@ -2,7 +2,8 @@
 
 Used by `captioner serve`, by the app in-process (the embedded engine on a
 loopback port, so the same session code runs everywhere), and by the tests.
-Transcription runs in worker threads, never on the event loop.
+Transcription runs in worker threads, never on the event loop. After each push
+the transcriber's unconfirmed text, when it has one, goes out as live text.
 
 Guards (see :mod:`captioner.engine.access`): it binds loopback only, refuses
 handshakes from web pages of other sites (HTTP 403), requires the URL's token when it
@@ -26,7 +27,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
 from captioner.engine.access import TOKEN_PARAM, check_bind, origin_allowed, token_ok
-from captioner.engine.transcriber import Transcriber, TranscriberFactory
+from captioner.engine.transcriber import Transcriber, TranscriberFactory, live_text
 from captioner.realtime.events import encode
 from captioner.realtime.server_protocol import (
     BYTES_PER_SECOND,
@@ -104,6 +105,11 @@ class _Jobs:
             self._room.clear()
         else:
             self._room.set()
+
+
+def _push(transcriber: Transcriber, pcm: bytes) -> tuple[str, str | None]:
+    """Committed text and the live text after it, read in the worker thread together."""
+    return transcriber.push(pcm), live_text(transcriber)
 
 
 class RealtimeServer:
@@ -245,9 +251,9 @@ class RealtimeServer:
                 if transcriber is None:
                     continue  # request failed earlier; skip its remaining work
                 if isinstance(item, bytearray):
-                    text = await loop.run_in_executor(self._executor, transcriber.push,
-                                                      bytes(item))
-                    actions = conn.transcribed(text)
+                    text, live = await loop.run_in_executor(self._executor, _push,
+                                                            transcriber, bytes(item))
+                    actions = conn.transcribed(text, live)
                 else:
                     text = await loop.run_in_executor(self._executor, transcriber.finish)
                     transcriber = None

@@ -22,4 +22,15 @@ class Transcriber(Protocol):
         ...
 
 
+def live_text(transcriber: Transcriber) -> str | None:
+    """The unconfirmed text after what ``push`` returned so far, if the transcriber has any.
+
+    Optional: a transcriber that offers it has a ``tentative`` string attribute
+    (words it heard but has not committed; later pushes may change them). None
+    when it has no such attribute (the server then sends no live text).
+    """
+    text = getattr(transcriber, "tentative", None)
+    return text if isinstance(text, str) else None
+
+
 TranscriberFactory = Callable[[], Transcriber]

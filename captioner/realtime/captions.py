@@ -4,6 +4,13 @@ The protocol has no server-side segmentation, so lines are cut here: after
 sentence punctuation, at a maximum length (on a word boundary) and at pauses.
 Times are audio time in seconds since the session started, which is what
 SRT/VTT export needs. Finalized lines never change; only the live line grows.
+
+Confirmed text (deltas) and unconfirmed text (a server's live hypothesis, which
+may be revised) are kept apart: the unconfirmed text is shown after the live
+line but never becomes part of a line by itself — only a delta that confirms it
+does. When a delta arrives, the unconfirmed words it confirms are taken off the
+front of the unconfirmed text; if it says something else, the unconfirmed text
+is dropped until the server sends the next one.
 """
 
 from __future__ import annotations
@@ -13,6 +20,21 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*\s")
+_PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
+
+
+def _key(word: str) -> str:
+    return word.strip(_PUNCTUATION).casefold()
+
+
+def _confirm(unconfirmed: str, delta: str) -> str:
+    """What stays unconfirmed after ``delta`` was confirmed: the words after the ones it
+    confirmed (case and punctuation aside), or "" when it confirmed something else."""
+    said, pending = delta.split(), unconfirmed.split()
+    if len(said) > len(pending) or any(
+            _key(a) != _key(b) for a, b in zip(said, pending, strict=False)):
+        return ""
+    return " ".join(pending[len(said):])
 
 
 class LineKind(Enum):
@@ -38,10 +60,12 @@ def labelled(line: CaptionLine) -> str:
 
 @dataclass(frozen=True, slots=True)
 class CaptionUpdate:
-    """What changed: newly finalized lines (in order) and the current live line."""
+    """What changed: newly finalized lines (in order), the current live line (confirmed
+    text not yet cut into a line) and the unconfirmed text after it (may be revised)."""
 
     finalized: tuple[CaptionLine, ...] = ()
     live: CaptionLine | None = None
+    unconfirmed: str = ""
 
 
 @dataclass
@@ -56,6 +80,7 @@ class CaptionModel:
     _live_end: float = 0.0
     _need_space: bool = False
     _marks: list[tuple[int, float]] = field(default_factory=list)  # (end offset, arrival time)
+    unconfirmed: str = ""  # the server's live hypothesis after the confirmed text
 
     @property
     def live(self) -> CaptionLine | None:
@@ -68,7 +93,8 @@ class CaptionModel:
     def add_text(self, delta: str, audio_time: float) -> CaptionUpdate:
         """Append a delta that arrived when ``audio_time`` seconds of audio had been sent."""
         if not delta:
-            return CaptionUpdate(live=self.live)
+            return self._update()
+        self.unconfirmed = _confirm(self.unconfirmed, delta)
         if self._need_space and not delta[0].isspace() and self._live.strip():
             delta = " " + delta
         self._need_space = False
@@ -81,7 +107,15 @@ class CaptionModel:
         finalized = []
         while (cut := self._cut_point()) is not None:
             finalized.append(self._finalize(cut))
-        return CaptionUpdate(tuple(finalized), self.live)
+        return self._update(tuple(finalized))
+
+    def set_unconfirmed(self, text: str) -> CaptionUpdate:
+        """The server's current unconfirmed text (replaces the previous; "" clears it)."""
+        self.unconfirmed = " ".join(text.split())
+        return self._update()
+
+    def _update(self, finalized: tuple[CaptionLine, ...] = ()) -> CaptionUpdate:
+        return CaptionUpdate(finalized, self.live, self.unconfirmed)
 
     def tick(self, audio_time: float, quiet_seconds: float | None = None) -> CaptionUpdate:
         """Audio advanced with no new text: a long enough pause ends the live line.
@@ -90,20 +124,24 @@ class CaptionModel:
         engine's gap between text updates from being taken for a pause in speech.
         """
         if quiet_seconds is not None and quiet_seconds < self.pause_seconds:
-            return CaptionUpdate(live=self.live)
+            return self._update()
         if self._live.strip() and audio_time - self._live_end >= self.pause_seconds:
-            return CaptionUpdate((self._finalize(len(self._live)),), None)
-        return CaptionUpdate(live=self.live)
+            return self._update((self._finalize(len(self._live)),))
+        return self._update()
 
     def flush(self) -> CaptionUpdate:
-        """End of a request or session: the live line becomes final."""
+        """End of a request or session: the live line becomes final; unconfirmed text,
+        which nothing confirmed, goes."""
+        self.unconfirmed = ""
         if self._live.strip():
             return CaptionUpdate((self._finalize(len(self._live)),), None)
         return CaptionUpdate()
 
     def new_request(self) -> None:
-        """Text of the next request continues the line; make sure words don't glue."""
+        """Text of the next request continues the line; make sure words don't glue.
+        The old request's unconfirmed text is void (the new one says it again or not)."""
         self._need_space = True
+        self.unconfirmed = ""
 
     def gap(self, start: float, end: float) -> CaptionUpdate:
         """Mark audio that was lost, so the transcript shows the hole instead of hiding it."""
@@ -116,7 +154,7 @@ class CaptionModel:
     def add_typed(self, text: str, audio_time: float) -> CaptionUpdate:
         line = CaptionLine(text, audio_time, audio_time, kind=LineKind.TYPED)
         self.lines.append(line)
-        return CaptionUpdate((line,), self.live)
+        return self._update((line,))
 
     @property
     def text(self) -> str:

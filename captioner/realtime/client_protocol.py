@@ -10,7 +10,10 @@ Two pairs of verbs carry everything, as in python-websockets:
 The connection never raises on the peer's input: a malformed frame becomes a
 :class:`BadFrame` event, text the audio could not have carried becomes
 :class:`RejectedText` (and the rest of that request's text is withheld), and
-parsing goes on. Sends that the state forbids raise :class:`InvalidState` (a bug
+parsing goes on. Live (unconfirmed) text, our local server's extension
+(:class:`~captioner.realtime.events.TranscriptionLive`), is held to the same budget;
+impossible live text is a :class:`BadFrame` followed by an empty live event that
+clears it, and the request goes on. Sends that the state forbids raise :class:`InvalidState` (a bug
 in the driver), e.g. a final commit with no generation running, or audio after a
 final commit (the server would discard it).
 
@@ -36,6 +39,7 @@ from captioner.realtime.events import (
     SessionUpdate,
     TranscriptionDelta,
     TranscriptionDone,
+    TranscriptionLive,
     decode_server_event,
     encode,
 )
@@ -49,6 +53,7 @@ TOKENS_PER_SECOND = 12.5  # Voxtral: one token per 80 ms frame of audio
 MAX_CHARS_PER_TOKEN = 12  # generous: English tokens average about 4 characters
 TEXT_ALLOWANCE_CHARS = 200  # what a request may say before its audio "pays" for it
 FATAL_CODES = frozenset({"model_not_found", "model_not_validated"})
+IMPOSSIBLE_LIVE_TEXT = "impossible_live_text"  # BadFrame code: live text over the budget
 _MODEL_LENGTH = re.compile(r"maximum (?:model|context) length (?:of |is )?(\d+)", re.I)
 _PROMPT_LENGTH = re.compile(r"\(length (\d+)\)|prompt length (?:of )?(\d+)", re.I)
 
@@ -132,8 +137,9 @@ class StreamEnded:
     idle: bool
 
 
-ReceivedEvent = (SessionCreated | TranscriptionDelta | TranscriptionDone | ServerError
-                 | BadFrame | RejectedText | RequestFailed | Refused | StreamEnded)
+ReceivedEvent = (SessionCreated | TranscriptionDelta | TranscriptionLive | TranscriptionDone
+                 | ServerError | BadFrame | RejectedText | RequestFailed | Refused
+                 | StreamEnded)
 
 
 def text_budget(audio_seconds: float) -> int:
@@ -245,6 +251,8 @@ class ClientConnection(TableConnection[State, ReceivedEvent]):
     def _handle(self, event: ServerEvent) -> None:
         if isinstance(event, TranscriptionDelta):
             self._delta(event)
+        elif isinstance(event, TranscriptionLive):
+            self._live(event)
         elif isinstance(event, TranscriptionDone):
             if not self._move("recv done"):
                 self._bad(f"transcription.done with no request ({self.state.value})",
@@ -276,6 +284,28 @@ class ClientConnection(TableConnection[State, ReceivedEvent]):
             self._events.append(RejectedText(reason, len(event.delta)))
             return
         self.request_chars = chars
+        self._events.append(event)
+
+    def _live(self, event: TranscriptionLive) -> None:
+        """Unconfirmed text (our server's extension): bounded like deltas, never counted.
+
+        The same budget applies to the confirmed text plus this one, since both come
+        from the request's audio. Impossible live text is skipped as a bad frame and
+        clears what was shown (the confirmed text stays trustworthy, so the request
+        goes on).
+        """
+        if self.state not in (State.GENERATING, State.FINISHING):
+            self._bad(f"{event.type} with no request ({self.state.value})", "unexpected_event")
+            return
+        if self._withholding:
+            return
+        budget = text_budget(self.request_seconds)
+        if self.request_chars + len(event.text) > budget:
+            self._bad(f"{len(event.text)} characters of live text after {self.request_chars} "
+                      f"for {self.request_seconds:.1f} s of audio (at most {budget})",
+                      IMPOSSIBLE_LIVE_TEXT)
+            self._events.append(TranscriptionLive(""))
+            return
         self._events.append(event)
 
     def _error(self, event: ServerError) -> None:

@@ -96,6 +96,21 @@ class TranscriptionDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptionLive:
+    """Our extension (never sent by vLLM): the running request's unconfirmed text.
+
+    It follows the request's deltas so far and replaces the previous one (it is
+    not appended); later deltas may confirm it, change it or drop it. "" clears it.
+    """
+
+    type: ClassVar[str] = "captioner.transcription.live"
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.type, "text": self.text}
+
+
+@dataclass(frozen=True, slots=True)
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -134,7 +149,8 @@ class ServerError:
         return out
 
 
-ServerEvent = SessionCreated | TranscriptionDelta | TranscriptionDone | ServerError
+ServerEvent = (SessionCreated | TranscriptionDelta | TranscriptionLive | TranscriptionDone
+               | ServerError)
 Event = ClientEvent | ServerEvent
 
 
@@ -184,6 +200,8 @@ def decode_server_event(frame: str | bytes) -> ServerEvent:
     kind = obj["type"]
     if kind == TranscriptionDelta.type:
         return TranscriptionDelta(delta=_field(obj, "delta", str))
+    if kind == TranscriptionLive.type:
+        return TranscriptionLive(text=_field(obj, "text", str))
     if kind == TranscriptionDone.type:
         raw_usage = _field(obj, "usage", dict, {})
         usage = Usage(**{

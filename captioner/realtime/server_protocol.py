@@ -10,6 +10,10 @@ and carries out the actions it returns. The rules are those of docs/realtime-pro
 - ``final`` ends the audio: the server finishes, sends ``transcription.done``,
   and drops audio appended meanwhile; a later commit starts a fresh request.
 
+Our extension: after each delta, and whenever it changes, the transcriber's
+unconfirmed text follows as ``captioner.transcription.live`` (replacing the
+previous one), so a reader sees words before they are confirmed.
+
 Limits of our own (:class:`Limits`), so one client cannot exhaust the computer: a
 frame larger than ``max_message_bytes`` and audio queued before a commit beyond
 ``max_queued_bytes`` get an ``error`` event (codes :data:`MESSAGE_TOO_LARGE`,
@@ -34,6 +38,7 @@ from captioner.realtime.events import (
     SessionUpdate,
     TranscriptionDelta,
     TranscriptionDone,
+    TranscriptionLive,
     Usage,
     decode_client_event,
 )
@@ -116,6 +121,7 @@ class ServerConnection:
         self._queued: list[bytes] = []
         self._queued_bytes = 0
         self._text: list[str] = []
+        self._live = ""  # unconfirmed text last sent for the running request
         self._audio_bytes = 0
         self.protocol_errors = 0
         self.final_without_request = 0  # a client bug: nothing was generating
@@ -144,12 +150,20 @@ class ServerConnection:
             return self._on_append(event.audio)
         return self._on_commit(event)
 
-    def transcribed(self, text: str) -> list[Action]:
-        """Text the transcriber produced for the current request."""
-        if not text or self.state is RequestState.IDLE:
+    def transcribed(self, text: str, live: str | None = None) -> list[Action]:
+        """Text the transcriber committed for the current request, and (when it has
+        one) its unconfirmed text after that: a delta, then the live text when it
+        changed or a delta may have confirmed some of it."""
+        if self.state is RequestState.IDLE:
             return []
-        self._text.append(text)
-        return [Send(TranscriptionDelta(delta=text))]
+        actions: list[Action] = []
+        if text:
+            self._text.append(text)
+            actions.append(Send(TranscriptionDelta(delta=text)))
+        if live is not None and (live != self._live or (text and live)):
+            self._live = live
+            actions.append(Send(TranscriptionLive(text=live)))
+        return actions
 
     def finished(self, text: str = "") -> list[Action]:
         """The transcriber flushed after a final commit: close the request."""
@@ -163,12 +177,14 @@ class ServerConnection:
         )))
         self._set_state(RequestState.IDLE)
         self._text = []
+        self._live = ""
         self._audio_bytes = 0
         return actions
 
     def failed(self, message: str) -> list[Action]:
         """The transcriber raised: report it and end the request."""
         self._text = []
+        self._live = ""
         self._audio_bytes = 0
         self._set_state(RequestState.IDLE)
         return self._error(message, "processing_error")

@@ -38,6 +38,7 @@ from captioner.realtime.events import (
     SessionCreated,
     TranscriptionDelta,
     TranscriptionDone,
+    TranscriptionLive,
 )
 from captioner.session import policy
 from captioner.session.audio_log import AudioLog, seconds, to_bytes
@@ -176,6 +177,7 @@ class CaptionSession:
         self._levels = policy.Levels()
         self._request_done = asyncio.Event()
         self._outcome: asyncio.Future[Outcome] | None = None
+        self._shown_unconfirmed = ""  # what the last update showed as unconfirmed
 
     # --- public -----------------------------------------------------------
 
@@ -251,6 +253,7 @@ class CaptionSession:
                 self._set_status(SessionState.FAILED, str(outcome.error))
                 raise outcome.error
             log.warning("! restarting the request: %s", outcome.reason)
+            self._emit(self.captions.set_unconfirmed(""))  # the replay says it again, or not
             self.stats.reconnects += 1
             self._note_restart(outcome)
             resume = True
@@ -457,9 +460,12 @@ class CaptionSession:
     def _on_event(self, event: ReceivedEvent, conn: ClientConnection) -> None:
         if isinstance(event, TranscriptionDelta):
             self._on_text(event.delta)
+        elif isinstance(event, TranscriptionLive):
+            self._on_live(event.text)
         elif isinstance(event, TranscriptionDone):
             if self._seam is not None:
                 self._show(self._seam.release())
+            self._emit(self.captions.set_unconfirmed(""))  # nothing left to confirm it
             self._request_done.set()
         elif isinstance(event, SessionCreated):
             log.debug("< session.created %s", event.id)
@@ -497,6 +503,20 @@ class CaptionSession:
             text = self._seam.feed(text)
         self._show(text)
 
+    def _on_live(self, text: str) -> None:
+        """The server's unconfirmed text: shown after the confirmed text, never kept.
+
+        New live words are progress (the stall watch counts them like text: a local
+        engine that is merely behind shows its hypothesis before it commits). While
+        a replayed request's seam still decides which of its words repeat shown
+        ones, its live text would show those words twice: it waits.
+        """
+        if text.strip() and " ".join(text.split()) != self.captions.unconfirmed:
+            self.stall.text()
+        if self._seam is not None and not self._seam.done:
+            return
+        self._emit(self.captions.set_unconfirmed(text))
+
     def _show(self, text: str) -> None:
         """Show ``text`` and place its words in the audio (latency is learned only
         from live audio: during a replay burst text lags what was sent)."""
@@ -510,7 +530,10 @@ class CaptionSession:
         self._emit(self.captions.add_text(text, seconds(self._sent)))
 
     def _emit(self, update: CaptionUpdate) -> None:
-        if self.on_update is not None and (update.finalized or update.live is not None):
+        cleared = update.unconfirmed != self._shown_unconfirmed
+        self._shown_unconfirmed = update.unconfirmed
+        if self.on_update is not None and (update.finalized or update.live is not None
+                                           or cleared):
             self.on_update(update)
 
     def _set_status(self, state: SessionState, detail: str = "",

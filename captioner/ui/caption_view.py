@@ -2,7 +2,9 @@
 
 No flicker: a finalized line is laid out once (rows as cached QPainterPaths, for
 the current width and font) and never again; each update only lays out the live
-line. The live (unconfirmed) line is italic and dimmer. After ``linger_seconds``
+line (confirmed text not yet cut into a line) and the unconfirmed words after it.
+Unconfirmed words (a hypothesis the engine may still revise) are italic and dimmer;
+confirmed words look final wherever they are. After ``linger_seconds``
 without an update the text fades out (a QPropertyAnimation on ``fade``) and the
 finalized lines are dropped from the view (the history keeps them).
 """
@@ -83,6 +85,7 @@ class CaptionView(QWidget):
         self.matcher = matcher or AlertMatcher()
         self.finalized: list[CaptionLine] = []
         self.live: CaptionLine | None = None
+        self.unconfirmed = ""  # words after the live line that may still change
         self._layout_key: tuple = ()
         self._rows: list[tuple[_Row, LineKind]] = []
         self._tail: list[str] = []
@@ -130,16 +133,18 @@ class CaptionView(QWidget):
         Painted at once when it changes what is shown; the session repeats an unchanged
         live line with every chunk of audio, which only keeps the text from fading.
         """
-        changed = bool(update.finalized) or update.live != self.live or self._fade < 1.0
+        changed = (bool(update.finalized) or update.live != self.live
+                   or update.unconfirmed != self.unconfirmed or self._fade < 1.0)
         self._check_key()
         for line in update.finalized:
             self.finalized.append(line)
             self._add_final(line)
         del self.finalized[:-KEEP_LINES]
         self.live = update.live
+        self.unconfirmed = update.unconfirmed
         if changed:  # the rows after the complete ones hold the tail and the live text
             self._live_rows = None
-        if update.finalized or update.live is not None:
+        if update.finalized or update.live is not None or update.unconfirmed:
             self._wake()
         if changed:
             # Now rather than when the event loop next gets to it: a reader waits for
@@ -149,6 +154,7 @@ class CaptionView(QWidget):
     def clear(self) -> None:
         self.finalized.clear()
         self.live = None
+        self.unconfirmed = ""
         self._seen.clear()
         self._reflow()
         self.update()
@@ -158,7 +164,8 @@ class CaptionView(QWidget):
         return self.metrics.lineSpacing()
 
     def visible_rows(self) -> list[tuple[str, bool]]:
-        """(row text, is live) of the rows on screen, top to bottom (tests, debug hook)."""
+        """(row text, has unconfirmed words) of the rows on screen, top to bottom (tests,
+        debug hook)."""
         return [(text, live) for text, live, _ in self._rows_on_screen(texts=True)]
 
     def visible_text(self) -> str:
@@ -197,6 +204,7 @@ class CaptionView(QWidget):
         if self._fade <= 0.0:
             self.finalized.clear()
             self.live = None
+            self.unconfirmed = ""
             self._seen.clear()
             self._reflow()
             self.faded.emit()
@@ -282,29 +290,33 @@ class CaptionView(QWidget):
                     first=first)
 
     def _current_rows(self) -> list[tuple[_Row, LineKind]]:
-        """The rows after the complete ones: the tail of finalized words, then the live text."""
+        """The rows after the complete ones: the tail of finalized words, the live line's
+        (confirmed) words, then the unconfirmed ones."""
         if self._live_rows is not None:
             return self._live_rows
-        live = self.live.text.split() if self.live is not None else []
+        confirmed = self._tail + (self.live.text.split() if self.live is not None else [])
+        words = confirmed + self.unconfirmed.split()
         out = []
-        final_left = len(self._tail)
+        final_left, confirmed_left = len(self._tail), len(confirmed)
         first = self._tail_first
-        for row in self._break(self._tail + live) if self._tail or live else []:
+        for row in self._break(words) if words else []:
             final_words = min(final_left, len(row))
             final_left -= final_words
+            confirmed_words = min(confirmed_left, len(row))
+            confirmed_left -= confirmed_words
             if final_words == len(row):  # finalized words only: laid out once, kept
                 key = (first, *row)
                 if key not in self._tail_rows:
                     self._tail_rows[key] = self._final_row(row, first)
                 out.append((self._tail_rows[key], LineKind.SPEECH))
             else:
-                out.append((self._make_row(row, final_words, first), LineKind.SPEECH))
+                out.append((self._make_row(row, confirmed_words, first), LineKind.SPEECH))
             first += len(row)
         self._live_rows = out
         return out
 
     def _rows_on_screen(self, texts: bool = False) -> list[tuple]:
-        """The last ``lines`` rows, as (text|row, has live text, kind).
+        """The last ``lines`` rows, as (text|row, has unconfirmed words, kind).
 
         A row on screen stays there for ``MIN_ROW_SECONDS``: when a burst of text
         (catching up after start-up or a reconnect) would roll it off sooner, the

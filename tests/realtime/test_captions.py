@@ -93,3 +93,56 @@ def test_gap_between_text_bursts_during_speech_is_not_a_pause():
     assert m.tick(3.0, quiet_seconds=0.4).finalized == ()
     update = m.tick(3.7, quiet_seconds=1.1)
     assert [line.text for line in update.finalized] == ["The quick brown fox"]
+
+
+# --- unconfirmed (live) text --------------------------------------------------------
+
+
+def test_unconfirmed_text_follows_the_confirmed_text_and_is_replaced_not_appended():
+    model = CaptionModel()
+    model.add_text("Ask not", 1.0)
+    update = model.set_unconfirmed(" what your")
+    assert update.live.text == "Ask not" and update.unconfirmed == "what your"
+    update = model.set_unconfirmed(" what you're country")  # revised
+    assert update.unconfirmed == "what you're country"
+    assert model.live.text == "Ask not"  # never part of the confirmed text by itself
+
+
+def test_a_delta_takes_the_words_it_confirms_off_the_unconfirmed_text():
+    model = CaptionModel()
+    model.add_text("Ask", 0.5)
+    model.set_unconfirmed(" not what your")
+    update = model.add_text(" not what", 1.0)
+    assert update.live.text == "Ask not what" and update.unconfirmed == "your"
+    update = model.add_text(" YOUR,", 1.2)  # case and punctuation do not matter
+    assert update.unconfirmed == ""
+
+
+def test_a_delta_that_says_something_else_drops_the_unconfirmed_text():
+    model = CaptionModel()
+    model.set_unconfirmed("Ask knot what")
+    update = model.add_text("As not", 1.0)  # the final decode heard it differently
+    assert update.live.text == "As not" and update.unconfirmed == ""
+    assert " ".join(line.text for line in model.lines) == ""
+
+
+def test_unconfirmed_text_never_reaches_the_transcript():
+    model = CaptionModel()
+    model.add_text("It was the best of times.", 1.0)
+    model.set_unconfirmed(" it was the worst")
+    finalized = model.tick(5.0).finalized + model.flush().finalized
+    model.new_request()
+    model.set_unconfirmed(" of times")
+    model.gap(6.0, 70.0)
+    assert model.text == "It was the best of times."
+    assert all("worst" not in line.text for line in model.lines + list(finalized))
+    assert model.unconfirmed == ""
+
+
+def test_a_new_request_voids_the_old_requests_unconfirmed_text():
+    model = CaptionModel()
+    model.add_text("Hello", 1.0)
+    model.set_unconfirmed(" world")
+    model.new_request()
+    update = model.add_text(" world", 2.0)  # the replay said it again: shown once
+    assert update.live.text == "Hello world" and update.unconfirmed == ""

@@ -110,6 +110,32 @@ class ToneWordTranscriber:
         return " " + VOCABULARY[tone]
 
 
+class LiveToneTranscriber(ToneWordTranscriber):
+    """Tone words that are first live, then committed: a word heard is ``tentative``
+    until ``hold`` more words follow it (or the audio ends), as the engine's
+    agreement holds back its last words."""
+
+    def __init__(self, hold: int = 1) -> None:
+        super().__init__()
+        self.hold = hold
+        self._held: list[str] = []
+
+    def push(self, pcm: bytes) -> str:
+        self._held += super().push(pcm).split()
+        commit = self._held[: max(0, len(self._held) - self.hold)]
+        self._held = self._held[len(commit) :]
+        return "".join(" " + w for w in commit)
+
+    def finish(self) -> str:
+        words = self._held + super().finish().split()
+        self._held = []
+        return "".join(" " + w for w in words)
+
+    @property
+    def tentative(self) -> str:
+        return "".join(" " + w for w in self._held)
+
+
 @dataclass
 class RecordingFactory:
     """TranscriberFactory that keeps every transcriber it made (one per request)."""

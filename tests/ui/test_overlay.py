@@ -64,8 +64,8 @@ def test_line_limit_shows_only_the_last_rows(qtbot, settings):
     sentences = ["It was the best of times, it was the worst of times.",
                  "It was the age of wisdom, it was the age of foolishness."]
     overlay.show_update(CaptionUpdate(tuple(final(t, i) for i, t in enumerate(sentences)),
-                                      live("it was the epoch of belief")))
-    # whole rows roll up, broken at phrase boundaries; the live words flow on below
+                                      live("it was the epoch"), "of belief"))
+    # whole rows roll up, broken at phrase boundaries; the unconfirmed words flow on below
     assert overlay.view.visible_rows() == [("it was the age of foolishness.", False),
                                            ("it was the epoch of belief", True)]
     settings.appearance.lines = 4
@@ -80,13 +80,15 @@ def test_line_limit_shows_only_the_last_rows(qtbot, settings):
     assert overlay.view.sizeHint().height() > 3 * overlay.view.line_height
 
 
-def test_live_words_are_italic_and_dimmer_than_final_text(qtbot, settings):
+def test_unconfirmed_words_are_italic_and_dimmer_than_confirmed_text(qtbot, settings):
+    """The live line is confirmed text (it never changes): it looks final. Only the
+    unconfirmed words after it, which the engine may still revise, are italic."""
     settings.appearance.lines = 2
     settings.appearance.background_opacity = 1.0
     overlay = make_overlay(qtbot, settings)
     view = overlay.view
     view.resize(800, view.sizeHint().height())
-    overlay.show_update(CaptionUpdate((final("FINAL TEXT"),), live("LIVE TEXT")))
+    overlay.show_update(CaptionUpdate((final("FINAL"),), live("TEXT"), "LIVE TEXT"))
     assert view.visible_rows() == [("FINAL TEXT LIVE TEXT", True)]  # one flowing row
     assert view.font_live.italic() and not view.font_final.italic()
     image = view.grab().toImage()
@@ -97,6 +99,16 @@ def test_live_words_are_italic_and_dimmer_than_final_text(qtbot, settings):
     live_peak = _peak(image, top, top + h, split + 4, view.width() - pad)
     assert final_peak >= 250  # full-strength yellow
     assert 0 < live_peak < 0.85 * final_peak
+    confirmed_start = pad + view.metrics.horizontalAdvance("FINAL ")
+    assert _peak(image, top, top + h, confirmed_start + 4, split - 4) >= 250  # "TEXT"
+    # a delta confirms the first unconfirmed word: it turns final, the rest stays live
+    overlay.show_update(CaptionUpdate((), live("TEXT LIVE"), "TEXT"))
+    assert view.visible_rows() == [("FINAL TEXT LIVE TEXT", True)]
+    image = view.grab().toImage()
+    split = pad + view.metrics.horizontalAdvance("FINAL TEXT LIVE ")
+    assert _peak(image, top, top + h, split - 40, split - 4) >= 250
+    overlay.show_update(CaptionUpdate((), live("TEXT LIVE"), ""))  # cleared: no live row
+    assert view.visible_rows() == [("FINAL TEXT LIVE", False)]
 
 
 def _peak(image, top, bottom, left, right):
