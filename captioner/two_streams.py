@@ -77,6 +77,7 @@ class TwoStreamCaptioner:
         self.on_update = on_update
         self.on_status = on_status
         self._merge = SpeakerMerge()
+        self._unconfirmed = ""  # the unconfirmed words of the last update passed on
         self.lines: list[CaptionLine] = []  # finalized lines shown, as they came
         self._recent: collections.deque[CaptionLine] = collections.deque()
         self._statuses: dict[str, SessionStatus] = {}
@@ -141,8 +142,11 @@ class TwoStreamCaptioner:
             finalized = tuple(kept for line in finalized
                               if (kept := self._filter_mic(line)) is not None)
         self.lines.extend(finalized)
-        merged = self._merge.apply(speaker, CaptionUpdate(finalized, update.live))
-        if self.on_update is not None and (merged.finalized or merged.live is not None):
+        merged = self._merge.apply(speaker, CaptionUpdate(finalized, update.live,
+                                                          update.unconfirmed))
+        cleared, self._unconfirmed = merged.unconfirmed != self._unconfirmed, merged.unconfirmed
+        if self.on_update is not None and (merged.finalized or merged.live is not None
+                                           or cleared):
             self.on_update(merged)
 
     def _filter_mic(self, line: CaptionLine) -> CaptionLine | None:

@@ -5,8 +5,9 @@ sessions, each stamping its own speaker name on its lines. Their updates
 arrive interleaved and each stream finalizes with its own delay, so:
 
 - the overlay takes finalized lines as they arrive (a reader sees each as soon as
-  it is ready) and one live line: that of the stream that spoke last, falling
-  back to the other's while it still has one (:class:`SpeakerMerge`);
+  it is ready) and one live line with its unconfirmed words: that of the stream
+  that spoke last, falling back to the other's while it still has one
+  (:class:`SpeakerMerge`);
 - the history, the journal's readers and the exports put lines in the order they
   were spoken (:func:`in_time_order`), since both sessions count audio time from
   the same start.
@@ -47,26 +48,32 @@ class SpeakerMerge:
     """Per-stream caption updates in, the overlay's single update stream out."""
 
     def __init__(self) -> None:
-        self._live: dict[str, CaptionLine | None] = {}
+        self._live: dict[str, tuple[CaptionLine | None, str]] = {}  # live line, unconfirmed
         self._order: list[str] = []  # speakers by the last time they had live text
 
     def apply(self, speaker: str, update: CaptionUpdate) -> CaptionUpdate:
         """``update`` from ``speaker``'s session → what the overlay should show now."""
-        self._live[speaker] = update.live
-        if update.live is not None and (not self._order or self._order[-1] != speaker):
+        self._live[speaker] = (update.live, update.unconfirmed)
+        speaking = update.live is not None or bool(update.unconfirmed)
+        if speaking and (not self._order or self._order[-1] != speaker):
             if speaker in self._order:
                 self._order.remove(speaker)
             self._order.append(speaker)
-        return CaptionUpdate(update.finalized, self.live)
+        line, unconfirmed = self._current()
+        return CaptionUpdate(update.finalized, line, unconfirmed)
 
     @property
     def live(self) -> CaptionLine | None:
         """The live line of whoever spoke last and still has one."""
+        return self._current()[0]
+
+    def _current(self) -> tuple[CaptionLine | None, str]:
+        """The live line and unconfirmed words of whoever spoke last and still has some."""
         for speaker in reversed(self._order):
-            line = self._live.get(speaker)
-            if line is not None:
-                return line
-        return None
+            line, unconfirmed = self._live.get(speaker, (None, ""))
+            if line is not None or unconfirmed:
+                return line, unconfirmed
+        return None, ""
 
 
 __all__ = ["SpeakerMerge", "has_speakers", "in_time_order", "time_index"]

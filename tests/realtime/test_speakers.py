@@ -45,3 +45,14 @@ def test_one_stream_is_never_reordered():
     lines = [CaptionLine("typed", 9.0, 9.0), CaptionLine("then", 1.0, 2.0)]
     assert in_time_order(lines) == lines
     assert time_index(lines, CaptionLine("z", 0.0, 1.0)) == 2
+
+
+def test_unconfirmed_words_go_with_their_speakers_live_line():
+    merge = SpeakerMerge()
+    shown = merge.apply("Others", CaptionUpdate(live=live("so the", "Others"),
+                                                unconfirmed="plan is"))
+    assert (shown.live.text, shown.unconfirmed) == ("so the", "plan is")
+    shown = merge.apply("You", CaptionUpdate(unconfirmed="wait"))  # You start: words live only
+    assert shown.live is None and shown.unconfirmed == "wait"
+    shown = merge.apply("You", CaptionUpdate())  # You's words were voided
+    assert (shown.live.text, shown.unconfirmed) == ("so the", "plan is")
