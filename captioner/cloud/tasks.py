@@ -10,6 +10,8 @@ from collections.abc import Callable, Coroutine, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from captioner.aiotasks import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -63,9 +65,5 @@ class Tasks:
 
     async def close(self, *extra: asyncio.Task[Any]) -> None:
         """Cancel and await every kept task and ``extra``; stop the executor."""
-        tasks = [*self._tasks, *extra]
-        for task in tasks:
-            task.cancel()
-        if tasks:  # (gather() of nothing looks up a current loop, which qasync may not set)
-            await asyncio.wait(tasks)  # their failures were logged already
+        await cancel_and_wait([*self._tasks, *extra])  # their failures were logged already
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -28,6 +27,7 @@ import qasync
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QApplication
 
+from captioner.aiotasks import cancel_and_wait
 from captioner.alerts import AlertMatcher
 from captioner.captioning import EmbeddedEngine
 from captioner.cloud.deploy_plan import Kind
@@ -243,11 +243,7 @@ class CaptionerApp(QObject):
         await self.replies.aclose()
         await self.endpoints.close()  # stops watching; the endpoints keep what the user chose
         await self.setup_runner.close()
-        for task in list(self.tasks):
-            task.cancel()
-        for task in list(self.tasks):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self.tasks)
         self.store.flush()
         self.overlay.close()
         self.history.close()

@@ -10,13 +10,13 @@ never silent. ``close()`` cancels what is running.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from captioner.aiotasks import cancel_and_wait
 from captioner.aws import CredentialsError
 from captioner.cloud.errors import EndpointControlError
 
@@ -62,12 +62,7 @@ class Runner:
         return bool(self._tasks)
 
     async def close(self) -> None:
-        tasks = list(self._tasks)
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._tasks)
         self._executor.shutdown(wait=False, cancel_futures=True)
 
 
