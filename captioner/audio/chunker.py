@@ -1,7 +1,7 @@
 """Fixed-size PCM16 chunks from input of any size.
 
 The Realtime protocol takes audio in ``input_audio_buffer.append`` events; each
-event costs a JSON frame, so chunk size trades latency for overhead (DESIGN §3):
+event costs a JSON frame, so chunk size trades latency for overhead (docs/realtime-protocol.md):
 2560 bytes = 80 ms, 4096 = 128 ms, 8192 = 256 ms of 16 kHz PCM16.
 
 2560 bytes is the default: exactly one Voxtral model frame (the model emits one

@@ -1,6 +1,6 @@
 """Microphones, outputs and system-audio sources, in one typed list.
 
-Where system audio comes from differs per OS (DESIGN §6):
+Where system audio comes from differs per OS (docs/system-audio.md):
 
 - Linux (PulseAudio / PipeWire-pulse): every sink has a ``<sink>.monitor`` source.
   PortAudio has no Pulse backend, so each Pulse source is listed here and opened

@@ -1,4 +1,5 @@
-"""Typed events of the vLLM-Omni streaming speech protocol (DESIGN §4) and their JSON.
+"""Typed events of the vLLM-Omni streaming speech protocol and their JSON
+(docs/speech-stream-protocol.md).
 
 Client → server: :class:`SessionConfig` (first, within 10 s), :class:`InputText`
 (≤128 KiB each), :class:`InputDone`, :class:`SessionClose`.

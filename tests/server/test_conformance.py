@@ -1,4 +1,4 @@
-"""The local Realtime server follows DESIGN §3 exactly, over a real socket."""
+"""The local Realtime server follows docs/realtime-protocol.md exactly, over a real socket."""
 
 from __future__ import annotations
 

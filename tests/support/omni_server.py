@@ -1,4 +1,5 @@
-"""A local vLLM-Omni-compatible ``/v1/audio/speech/stream`` server (DESIGN §4), for tests.
+"""A local vLLM-Omni-compatible ``/v1/audio/speech/stream`` server, for tests
+(docs/speech-stream-protocol.md).
 
 Protocol-exact: ``session.config`` first (within ``config_timeout``), then
 ``input.text``…/``input.done``; per sentence ``audio.start``, PCM s16le mono
