@@ -48,6 +48,7 @@ class IdleAutoStop:
         if idle_minutes < 0 or warn_seconds < 0:
             raise ValueError("idle_minutes and warn_seconds must not be negative")
         self.idle_seconds = idle_minutes * 60.0
+        self._warn_setting = warn_seconds
         self.warn_seconds = min(warn_seconds, self.idle_seconds)
         self._clock = clock
         self._last_activity = clock()
@@ -81,6 +82,24 @@ class IdleAutoStop:
 
     def disable(self) -> None:
         self._set(IdleState.DISABLED)
+
+    def set_minutes(self, idle_minutes: float) -> None:
+        """The user changed the idle period: it applies to the running countdown at once
+        (a shorter period may stop sooner; a warning that no longer applies is withdrawn)."""
+        if idle_minutes < 0:
+            raise ValueError("idle_minutes must not be negative")
+        self.idle_seconds = idle_minutes * 60.0
+        self.warn_seconds = min(self._warn_setting, self.idle_seconds)
+        if self._state is IdleState.STOPPED:
+            return
+        if self.idle_seconds <= 0:
+            self._set(IdleState.DISABLED)
+        elif self._state is IdleState.DISABLED:
+            self.reset()
+        elif self._state is IdleState.WARNED:
+            left = self.seconds_left()
+            if left is not None and left > self.warn_seconds:
+                self._set(IdleState.WATCHING)
 
     def seconds_left(self) -> float | None:
         """Seconds until the stop, None when disabled or already stopped."""
@@ -129,6 +148,12 @@ class Upkeep:
         """The user chose to keep it running (Cancel on the warning; counts as use)."""
         self.idle.cancel()
         self._used = True
+
+    def set_idle_minutes(self, idle_minutes: float) -> bool:
+        """Apply a new idle period now; True if a pending warning is withdrawn."""
+        warned = self.idle.state is IdleState.WARNED
+        self.idle.set_minutes(idle_minutes)
+        return warned and self.idle.state is not IdleState.WARNED
 
     def renewing(self) -> None:
         self._renewed_at = self._clock()

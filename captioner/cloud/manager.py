@@ -191,6 +191,12 @@ class EndpointManager(LifecycleRunner):
         self._upkeep[kind].keep()
         self.idle_warning.emit(kind, None)
 
+    def set_idle_minutes(self, idle_minutes: float) -> None:
+        """The user changed the idle period in Settings: running countdowns follow it now."""
+        for kind, upkeep in self._upkeep.items():
+            if upkeep.set_idle_minutes(idle_minutes):
+                self.idle_warning.emit(kind, None)
+
     def idle_seconds_left(self, kind: Kind) -> float | None:
         if self.status(kind).phase is not Phase.READY:
             return None

@@ -180,6 +180,8 @@ class CaptionerApp(QObject):
         if sections & {"aws", "cloud"}:
             for item in self.endpoint_trays.values():
                 item.settings_changed()
+        if "cloud" in sections:  # a running countdown follows a new idle period at once
+            self.endpoints.set_idle_minutes(self.store.settings.cloud.idle_stop_minutes)
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the app keeps a reference to and awaits on quit."""

@@ -72,6 +72,37 @@ def test_zero_minutes_disables() -> None:
     assert guard.state is IdleState.DISABLED
 
 
+def test_a_shorter_period_applies_to_the_running_countdown() -> None:
+    clock = Clock()
+    guard = IdleAutoStop(60, clock=clock)
+    run_until(guard, clock, 20 * 60)  # 20 idle minutes of a 60-minute period
+    guard.set_minutes(15)  # the user shortens it: already over, so it stops now
+    assert run_until(guard, clock, 1) == [(20 * 60 + 1, IdleAction.STOP)]
+
+
+def test_a_longer_period_withdraws_a_warning_that_no_longer_applies() -> None:
+    clock = Clock()
+    guard = IdleAutoStop(10, clock=clock)
+    run_until(guard, clock, 9 * 60 + 30)
+    assert guard.state is IdleState.WARNED
+    guard.set_minutes(30)
+    assert guard.state is IdleState.WATCHING
+    assert guard.seconds_left() == pytest.approx(20 * 60 + 30)
+    assert run_until(guard, clock, 21 * 60) == [(29 * 60, IdleAction.WARN),
+                                               (30 * 60, IdleAction.STOP)]
+
+
+def test_enabling_a_disabled_guard_starts_a_full_period() -> None:
+    clock = Clock()
+    guard = IdleAutoStop(0, clock=clock)
+    run_until(guard, clock, 3600, step=60)
+    guard.set_minutes(5)
+    assert guard.state is IdleState.WATCHING
+    assert guard.seconds_left() == 5 * 60
+    guard.set_minutes(0)
+    assert guard.state is IdleState.DISABLED
+
+
 def snapshot(name: str, stage: Stage, price: float | None, itype: str | None = "ml.g6.xlarge"
              ) -> EndpointSnapshot:
     t0 = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)

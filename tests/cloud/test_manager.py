@@ -236,6 +236,30 @@ def test_idle_auto_stop_warns_cancels_then_stops(moto_factory) -> None:
     run(scenario)
 
 
+def test_a_new_idle_period_from_settings_applies_to_a_serving_endpoint(moto_factory) -> None:
+    clock = [0.0]
+    manager = moto_manager(moto_factory(), idle_minutes=60, clock=lambda: clock[0])
+    seen = Recorder(manager)
+
+    async def scenario() -> None:
+        await manager.start("stt")
+        clock[0] += 9 * 60 + 30
+        manager.tick()
+        assert seen.warnings == [] and seen.auto_stopped == []
+        manager.set_idle_minutes(10)  # the user shortens it in Settings: warned at once
+        manager.tick()
+        assert seen.warnings == [("stt", pytest.approx(30))]
+        manager.set_idle_minutes(60)  # … and lengthens it again: the warning is withdrawn
+        assert seen.warnings[-1] == ("stt", None)
+        manager.set_idle_minutes(5)  # already idle longer than 5 min: stopped on the tick
+        manager.tick()
+        assert seen.auto_stopped == ["stt"]
+        await wait_until(lambda: manager.status("stt").phase is Phase.OFF, "auto-stop")
+        await manager.close()
+
+    run(scenario)
+
+
 def test_ticker_drives_idle_stop_on_its_own(moto_factory) -> None:
     clock = [0.0]
     manager = moto_manager(moto_factory(), idle_minutes=1, clock=lambda: clock[0],

@@ -133,6 +133,12 @@ def test_configured_tray_start_and_stop_show_progress(qapp, store, tone_wav, aws
         assert app.tray.badge == "$"
         assert any(line.startswith("Captions endpoint: Creating") for line in seen), seen
         assert len(sm.list_endpoints()["Endpoints"]) == 1
+        # a new idle period chosen in Settings applies to the endpoint already serving
+        assert app.endpoints.idle_seconds_left("stt") > 20 * 60
+        shorter = store.copy()
+        shorter.cloud.idle_stop_minutes = 5
+        store.replace(shorter)
+        assert app.endpoints.idle_seconds_left("stt") <= 5 * 60
         item.stop_action.trigger()
         await wait_until(lambda: app.endpoints.status("stt").phase is Phase.OFF, 60, "stopped")
         assert any(line.startswith("Captions endpoint: Deleting") for line in seen), seen
