@@ -66,6 +66,7 @@ class CaptionUpdate:
     finalized: tuple[CaptionLine, ...] = ()
     live: CaptionLine | None = None
     unconfirmed: str = ""
+    speaker: str | None = None  # two streams: whose live line and unconfirmed words
 
 
 @dataclass
@@ -115,7 +116,7 @@ class CaptionModel:
         return self._update()
 
     def _update(self, finalized: tuple[CaptionLine, ...] = ()) -> CaptionUpdate:
-        return CaptionUpdate(finalized, self.live, self.unconfirmed)
+        return CaptionUpdate(finalized, self.live, self.unconfirmed, self.speaker)
 
     def tick(self, audio_time: float, quiet_seconds: float | None = None) -> CaptionUpdate:
         """Audio advanced with no new text: a long enough pause ends the live line.

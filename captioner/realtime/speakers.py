@@ -59,21 +59,21 @@ class SpeakerMerge:
             if speaker in self._order:
                 self._order.remove(speaker)
             self._order.append(speaker)
-        line, unconfirmed = self._current()
-        return CaptionUpdate(update.finalized, line, unconfirmed)
+        who, line, unconfirmed = self._current()
+        return CaptionUpdate(update.finalized, line, unconfirmed, who)
 
     @property
     def live(self) -> CaptionLine | None:
         """The live line of whoever spoke last and still has one."""
-        return self._current()[0]
+        return self._current()[1]
 
-    def _current(self) -> tuple[CaptionLine | None, str]:
-        """The live line and unconfirmed words of whoever spoke last and still has some."""
+    def _current(self) -> tuple[str | None, CaptionLine | None, str]:
+        """Who spoke last and still has live words: (speaker, live line, unconfirmed)."""
         for speaker in reversed(self._order):
             line, unconfirmed = self._live.get(speaker, (None, ""))
             if line is not None or unconfirmed:
-                return line, unconfirmed
-        return None, ""
+                return speaker, line, unconfirmed
+        return None, None, ""
 
 
 __all__ = ["SpeakerMerge", "has_speakers", "in_time_order", "time_index"]

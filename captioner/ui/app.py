@@ -348,6 +348,7 @@ class CaptionerApp(QObject):
     def _show_source(self) -> None:
         s = self.store.settings
         self.overlay.strip.set_source(describe_source(s.audio))
+        self.overlay.view.set_you(s.audio.labels()[0])  # two streams: whose rows are "You"
         endpoint = describe_endpoint(self.controller.endpoint)
         self.overlay.strip.set_endpoint(endpoint)
         self.tray.set_tooltip_line("source", f"{describe_source(s.audio)} → {endpoint}")

@@ -41,7 +41,7 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.realtime.rows import break_rows
-from captioner.settings import AppearanceSettings
+from captioner.settings import DEFAULT_MIC_LABEL, AppearanceSettings
 from captioner.ui.appearance import (
     MAX_LINES,
     caption_font,
@@ -69,6 +69,10 @@ class _Row:
     baseline: float = 0.0
     live_from: int = 0  # offset in ``text`` where live (unconfirmed) words begin
     first: int = 0  # index of its first word in the flow since the last re-layout
+    speaker: str | None = None  # two-stream mode: whose words (a row holds one speaker's)
+
+
+_NO_TAIL = object()  # no speech row is being filled: the next speech starts a row
 
 
 class CaptionView(QWidget):
@@ -86,11 +90,14 @@ class CaptionView(QWidget):
         self.finalized: list[CaptionLine] = []
         self.live: CaptionLine | None = None
         self.unconfirmed = ""  # words after the live line that may still change
+        self.live_speaker: str | None = None  # whose live and unconfirmed words (two streams)
         self._layout_key: tuple = ()
         self._rows: list[tuple[_Row, LineKind]] = []
         self._tail: list[str] = []
         self._tail_rows: dict[tuple[str, ...], _Row] = {}
         self._live_rows: list[tuple[_Row, LineKind]] | None = None
+        self._tail_speaker: object = _NO_TAIL
+        self.you = DEFAULT_MIC_LABEL  # two-stream mode: this speaker's rows get "You" colours
         self.layouts_made = 0  # finalized-line layouts computed (tests check no re-layout)
         self._fade = 1.0
         self._clock = clock
@@ -122,6 +129,13 @@ class CaptionView(QWidget):
         self.updateGeometry()
         self.update()
 
+    def set_you(self, name: str) -> None:
+        """The microphone's speaker name (its rows get the "You" colour, others' the text's)."""
+        if name != self.you:
+            self.you = name
+            self._invalidate()
+            self.update()
+
     def set_matcher(self, matcher: AlertMatcher) -> None:
         self.matcher = matcher
         self._invalidate()
@@ -142,6 +156,7 @@ class CaptionView(QWidget):
         del self.finalized[:-KEEP_LINES]
         self.live = update.live
         self.unconfirmed = update.unconfirmed
+        self.live_speaker = update.speaker
         if changed:  # the rows after the complete ones hold the tail and the live text
             self._live_rows = None
         if update.finalized or update.live is not None or update.unconfirmed:
@@ -162,6 +177,10 @@ class CaptionView(QWidget):
     @property
     def line_height(self) -> float:
         return self.metrics.lineSpacing()
+
+    def visible_colours(self) -> list[str]:
+        """The finalized-text colour of each row on screen, top to bottom (tests)."""
+        return [self.row_colours(row)[0] for row, _, _ in self._rows_on_screen()]
 
     def visible_rows(self) -> list[tuple[str, bool]]:
         """(row text, has unconfirmed words) of the rows on screen, top to bottom (tests,
@@ -235,6 +254,7 @@ class CaptionView(QWidget):
         self._rows: list[tuple[_Row, LineKind]] = []  # complete finalized rows, oldest first
         self._tail: list[str] = []  # finalized words of the speech row still being filled
         self._tail_first = 0  # index of the tail's first word in the flow
+        self._tail_speaker = _NO_TAIL  # whose words the tail holds
         self._seen.clear()  # row identities start again
         self._tail_rows: dict[tuple[object, ...], _Row] = {}
         self._live_rows = None
@@ -255,23 +275,31 @@ class CaptionView(QWidget):
         words = (line.text if line.kind is not LineKind.TYPED else f"» {line.text}").split()
         if not words:
             return
+        closed = [(self._tail, self._tail_speaker)] if self._tail else []
         if line.kind is LineKind.SPEECH:
+            if line.speaker == self._tail_speaker:  # the same voice flows on
+                closed = []
+            else:  # another voice starts a row of its own, with its name
+                words = _named(line.speaker, words)
+                self._tail, self._tail_speaker = [], line.speaker
             rows = self._break(self._tail + words)
             self._tail = rows.pop()
         else:  # a gap note or a typed reply stands on rows of its own
-            rows = ([self._tail] if self._tail else []) + self._break(words)
-            self._tail = []
+            rows = self._break(words)
+            self._tail, self._tail_speaker = [], _NO_TAIL
         self._tail_rows.clear()
-        for row in rows:
-            self._rows.append((self._final_row(row, self._tail_first), line.kind))
+        for row, speaker in [*closed, *((row, line.speaker) for row in rows)]:
+            kind = LineKind.SPEECH if (row, speaker) in closed else line.kind
+            self._rows.append((self._final_row(row, self._tail_first, speaker), kind))
             self._tail_first += len(row)
         del self._rows[:-KEEP_ROWS]
 
-    def _final_row(self, words: list[str], first: int) -> _Row:
+    def _final_row(self, words: list[str], first: int, speaker: object = None) -> _Row:
         self.layouts_made += 1
-        return self._make_row(words, len(words), first)
+        return self._make_row(words, len(words), first, speaker)
 
-    def _make_row(self, words: list[str], final_words: int, first: int) -> _Row:
+    def _make_row(self, words: list[str], final_words: int, first: int,
+                  speaker: object = None) -> _Row:
         """A row of ``words`` starting at word ``first``; ``final_words`` are finalized."""
         text = " ".join(words)
         live_from = len(" ".join(words[:final_words]))
@@ -287,31 +315,42 @@ class CaptionView(QWidget):
             x1 = metrics.horizontalAdvance(text[: m.end])
             rects.append(QRectF(x0 - 3, 0, x1 - x0 + 6, metrics.lineSpacing()))
         return _Row(path, rects, text=text, baseline=metrics.ascent(), live_from=live_from,
-                    first=first)
+                    first=first, speaker=speaker if isinstance(speaker, str) else None)
 
     def _current_rows(self) -> list[tuple[_Row, LineKind]]:
         """The rows after the complete ones: the tail of finalized words, the live line's
         (confirmed) words, then the unconfirmed ones."""
         if self._live_rows is not None:
             return self._live_rows
-        confirmed = self._tail + (self.live.text.split() if self.live is not None else [])
-        words = confirmed + self.unconfirmed.split()
+        live = self.live.text.split() if self.live is not None else []
+        unconfirmed = self.unconfirmed.split()
+        speaker = self.live_speaker
+        tail = len(self._tail)
+        if (live or unconfirmed) and speaker != self._tail_speaker:
+            # another voice: its words start a row of their own, after the tail, named
+            named = _named(speaker, live)
+            flows = [(self._tail, tail, tail, self._tail_speaker),
+                     (named + unconfirmed, 0, len(named), speaker)]
+        else:
+            flows = [(self._tail + live + unconfirmed, tail, tail + len(live),
+                      self._tail_speaker)]
         out = []
-        final_left, confirmed_left = len(self._tail), len(confirmed)
         first = self._tail_first
-        for row in self._break(words) if words else []:
-            final_words = min(final_left, len(row))
-            final_left -= final_words
-            confirmed_words = min(confirmed_left, len(row))
-            confirmed_left -= confirmed_words
-            if final_words == len(row):  # finalized words only: laid out once, kept
-                key = (first, *row)
-                if key not in self._tail_rows:
-                    self._tail_rows[key] = self._final_row(row, first)
-                out.append((self._tail_rows[key], LineKind.SPEECH))
-            else:
-                out.append((self._make_row(row, confirmed_words, first), LineKind.SPEECH))
-            first += len(row)
+        for words, final_left, confirmed_left, who in flows:
+            for row in self._break(words) if words else []:
+                final_words = min(final_left, len(row))
+                final_left -= final_words
+                confirmed_words = min(confirmed_left, len(row))
+                confirmed_left -= confirmed_words
+                if final_words == len(row):  # finalized words only: laid out once, kept
+                    key = (first, *row)
+                    if key not in self._tail_rows:
+                        self._tail_rows[key] = self._final_row(row, first, who)
+                    out.append((self._tail_rows[key], LineKind.SPEECH))
+                else:
+                    out.append((self._make_row(row, confirmed_words, first, who),
+                                LineKind.SPEECH))
+                first += len(row)
         self._live_rows = out
         return out
 
@@ -357,15 +396,23 @@ class CaptionView(QWidget):
 
     def _segments(self, row: _Row, kind: LineKind) -> list[tuple[str, float, QFont, str]]:
         """(text, x, font, colour) runs of a row: finalized words, then live ones."""
-        colours = self.palette_colors
+        text, live = self.row_colours(row)
         runs = []
         if row.live_from > 0:
-            colour = colours.live if kind is LineKind.GAP else colours.text
+            colour = live if kind is LineKind.GAP else text
             runs.append((row.text[: row.live_from], 0.0, self.font_final, colour))
         if row.live_from < len(row.text):
             x = self.metrics.horizontalAdvance(row.text[: row.live_from])
-            runs.append((row.text[row.live_from :], x, self.font_live, colours.live))
+            runs.append((row.text[row.live_from :], x, self.font_live, live))
         return runs
+
+    def row_colours(self, row: _Row) -> tuple[str, str]:
+        """(finalized, live) text colours of a row: its speaker's in two-stream mode."""
+        colours = self.palette_colors
+        if row.speaker is None:
+            return colours.text, colours.live
+        index = 0 if row.speaker == self.you else 1
+        return colours.speakers[index], colours.speakers_live[index]
 
     def _draw_row(self, painter: QPainter, row: _Row, kind: LineKind) -> None:
         runs = self._segments(row, kind)
@@ -444,6 +491,11 @@ class CaptionView(QWidget):
                 y += self.line_height
         painter.end()
         self.painted.emit()
+
+
+def _named(speaker: str | None, words: list[str]) -> list[str]:
+    """A speaker's words as they start a row: "You:" first in two-stream mode."""
+    return [f"{speaker}:", *words] if speaker else words
 
 
 __all__ = ["CaptionView"]

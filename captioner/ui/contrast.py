@@ -48,3 +48,17 @@ def most_legible(candidates: list[str], background: str) -> str:
         if contrast(color, background) >= ENHANCED_CONTRAST:
             return color
     return max(candidates, key=lambda c: contrast(c, background))
+
+
+def distance(a: str, b: str) -> float:
+    """How far apart two colours are (Euclidean in RGB, 0 to 441): two speakers' colours
+    must differ at a glance, not only in contrast against the background."""
+    return sum((x - y) ** 2 for x, y in zip(_rgb(a), _rgb(b), strict=True)) ** 0.5
+
+
+def most_distinct(candidates: list[str], background: str, other: str) -> str:
+    """Of the candidates reaching 7:1 on ``background``, the one furthest from ``other``."""
+    legible = [c for c in candidates if contrast(c, background) >= ENHANCED_CONTRAST]
+    if not legible:
+        return most_legible(candidates, background)
+    return max(legible, key=lambda c: distance(c, other))

@@ -12,7 +12,7 @@ from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.settings import AppearanceSettings
 from captioner.ui.appearance import PRESETS, palette
 from captioner.ui.caption_view import PADDING, CaptionView
-from captioner.ui.contrast import blend, contrast
+from captioner.ui.contrast import blend, contrast, distance
 
 CUSTOM = [("#FFFFFF", "#333333"), ("#111111", "#F0E68C"), ("#00FF00", "#000000"),
           ("#FFFFFF", "#5A0000")]
@@ -42,6 +42,13 @@ def test_every_colour_on_captions_reaches_7_to_1(name, appearance):
     assert contrast(p.live, bg) >= 7, "live and gap text"
     assert contrast(p.alert, bg) >= 7, "alert highlight against the caption background"
     assert contrast(p.alert_text, p.alert) >= 7, "alert word on its highlight"
+    you, others = p.speakers
+    assert contrast(you, bg) >= 7, "the You colour (two-stream mode)"
+    assert others == p.text, "Others keep the preset's text colour"
+    if appearance.preset != "custom":
+        assert contrast(others, bg) >= 7, "the Others colour"
+    assert all(contrast(c, bg) >= 7 for c in p.speakers_live), "each speaker's live words"
+    assert distance(you, others) >= 150, "the two speakers' colours tell apart at a glance"
 
 
 def _count(image, color: str, rect) -> int:

@@ -147,3 +147,31 @@ def test_every_control_has_an_accessible_name_and_endpoints_tab_is_reserved(qtbo
     titles = [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())]
     assert "&Endpoints" in titles
 
+
+
+def test_two_speakers_are_chosen_and_renamed_on_the_audio_page(qtbot, store, config_dir):
+    dialog = make(qtbot, store)
+    page = dialog.audio
+    assert not page.mic_label.isEnabled()  # names only matter for two speakers
+    page.source.setCurrentIndex(page.source.findData("speakers"))
+    assert page.mic_label.isEnabled() and page.echo_cancel.isChecked()
+    assert page.mic_label.text() == "You" and page.system_label.text() == "Others"
+    page.mic_label.setText("  ")
+    page.system_label.setText("Team")
+    assert not dialog.apply()
+    assert "Give a name" in page.error_text("mic_label")
+    assert not store.settings.audio.speakers
+    page.mic_label.setText("team")
+    assert not dialog.apply()
+    assert "different" in page.error_text("system_label")
+    page.mic_label.setText("Ana")
+    assert dialog.apply()
+    saved = json.loads((config_dir / "settings.json").read_text())["audio"]
+    assert (saved["source"], saved["speakers"]) == ("both", True)
+    assert (saved["mic_label"], saved["system_label"]) == ("Ana", "Team")
+    again = make(qtbot, SettingsStore(settings_io.load()))
+    assert again.audio.source.currentData() == "speakers"
+    assert again.audio.mic_label.text() == "Ana"
+    again.audio.source.setCurrentIndex(again.audio.source.findData("both"))
+    assert again.apply()
+    assert not again.store.settings.audio.two_streams

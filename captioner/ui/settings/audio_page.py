@@ -1,11 +1,20 @@
-"""Settings → Audio: source, devices, gains, latency (chunk size)."""
+"""Settings → Audio: source (one stream, or you and others as two), speaker names,
+devices, gains, latency (chunk size)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
 
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFormLayout, QLabel, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QWidget,
+)
 
 from captioner.audio.devices import AudioDevice, list_devices
 from captioner.settings import Settings
@@ -13,8 +22,11 @@ from captioner.ui.settings.common import Errors, Page
 
 log = logging.getLogger(__name__)
 
+SPEAKERS = "speakers"  # the combo's key for source "both" captioned as two streams
 SOURCES = (("system", "What this computer plays (system audio)"),
-           ("mic", "Microphone"), ("both", "Both, mixed (calls)"))
+           ("mic", "Microphone"), ("both", "Both, mixed (calls)"),
+           (SPEAKERS, "Both, as two speakers: you (microphone) and others (calls)"))
+MAX_LABEL_CHARS = 24
 LATENCIES = ((2560, "Low — 80 ms chunks, one speech-model frame"),
              (4096, "Balanced — 128 ms chunks"),
              (8192, "Relaxed — 256 ms chunks (least overhead)"))
@@ -33,6 +45,18 @@ class AudioPage(Page):
         for key, text in SOURCES:
             self.source.addItem(text, key)
         self.add_row(form, "source", "&Listen to:", self.source, "Audio source")
+        self.mic_label = QLineEdit()
+        self.mic_label.setMaxLength(MAX_LABEL_CHARS)
+        self.add_row(form, "mic_label", "&Your name in captions:", self.mic_label,
+                     "Name for the microphone's captions")
+        self.system_label = QLineEdit()
+        self.system_label.setMaxLength(MAX_LABEL_CHARS)
+        self.add_row(form, "system_label", "&Others' name in captions:", self.system_label,
+                     "Name for the system audio's captions")
+        self.echo_cancel = QCheckBox("Cancel the others' voices the microphone picks up "
+                                     "from the speakers (echo)")
+        self.echo_cancel.setAccessibleName("Echo cancellation")
+        form.addRow("", self.echo_cancel)
         self.system_device = QComboBox()
         self.add_row(form, "system_device", "S&ystem audio device:", self.system_device)
         self.mic_device = QComboBox()
@@ -85,13 +109,19 @@ class AudioPage(Page):
     def _enable(self) -> None:
         source = self.source.currentData()
         for w in (self.mic_device, self.mic_gain):
-            w.setEnabled(source in ("mic", "both"))
+            w.setEnabled(source in ("mic", "both", SPEAKERS))
         for w in (self.system_device, self.system_gain):
-            w.setEnabled(source in ("system", "both"))
+            w.setEnabled(source in ("system", "both", SPEAKERS))
+        for w in (self.mic_label, self.system_label, self.echo_cancel):
+            w.setEnabled(source == SPEAKERS)
 
     def load(self, settings: Settings) -> None:
         a = settings.audio
-        self.source.setCurrentIndex(max(0, self.source.findData(a.source)))
+        key = SPEAKERS if a.two_streams else a.source
+        self.source.setCurrentIndex(max(0, self.source.findData(key)))
+        self.mic_label.setText(a.mic_label)
+        self.system_label.setText(a.system_label)
+        self.echo_cancel.setChecked(a.echo_cancel)
         self._fill_devices(a.mic_device, a.system_device)
         self.mic_gain.setValue(a.mic_gain)
         self.system_gain.setValue(a.system_gain)
@@ -105,10 +135,26 @@ class AudioPage(Page):
 
     def write(self, out: Settings) -> Errors:
         a = out.audio
-        a.source = self.source.currentData()
+        key = self.source.currentData()
+        errors = self._label_errors()
+        if errors and key == SPEAKERS:
+            return errors
+        a.source, a.speakers = ("both", True) if key == SPEAKERS else (key, False)
+        if not errors:
+            a.mic_label = self.mic_label.text().strip()
+            a.system_label = self.system_label.text().strip()
+        a.echo_cancel = self.echo_cancel.isChecked()
         a.mic_device = self.mic_device.currentData()
         a.system_device = self.system_device.currentData()
         a.mic_gain = round(self.mic_gain.value(), 2)
         a.system_gain = round(self.system_gain.value(), 2)
         a.chunk_bytes = int(self.latency.currentData())
         return {}
+
+    def _label_errors(self) -> Errors:
+        mine, theirs = self.mic_label.text().strip(), self.system_label.text().strip()
+        errors = {key: "Give a name, e.g. “You” or “Others”."
+                  for key, text in (("mic_label", mine), ("system_label", theirs)) if not text}
+        if mine and mine.casefold() == theirs.casefold():
+            errors["system_label"] = "Use a name different from yours."
+        return errors
