@@ -10,7 +10,9 @@ two concurrent sessions.
 Echo: without headphones the microphone also hears the others. Besides the
 audio filter in :class:`~captioner.audio.dual.DualCapture`, every finalized
 "You" line passes :attr:`TwoStreamCaptioner.mic_line_filter`, which sees the
-"Others" lines of the last ``RECENT_OTHERS_SECONDS`` and may drop or trim it.
+"Others" lines of the last ``RECENT_OTHERS_SECONDS`` and may drop or trim it
+(:func:`~captioner.transcript.echo_text.suppress_echo` unless echo cancellation is
+turned off).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from captioner.realtime.captions import CaptionLine, CaptionModel, CaptionUpdate
 from captioner.realtime.speakers import SpeakerMerge, in_time_order
 from captioner.session import CaptionSession, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
+from captioner.transcript.echo_text import suppress_echo
 from captioner.transport.endpoint_url import parse_endpoint
 
 RECENT_OTHERS_SECONDS = 10.0  # audio time of "Others" lines a mic line is checked against
@@ -65,14 +68,18 @@ class TwoStreamCaptioner:
         on_update: Callable[[CaptionUpdate], None] | None = None,
         on_status: Callable[[SessionStatus], None] | None = None,
         fail_fast: bool = False,
-        mic_line_filter: MicLineFilter = keep_line,
+        mic_line_filter: MicLineFilter | None = None,
     ) -> None:
+        """``mic_line_filter``: by default :func:`suppress_echo` when ``audio.echo_cancel``
+        is on, else every mic line is kept."""
         self.settings = settings
         self.spec = parse_endpoint(endpoint or settings.recognition.endpoint)
         self.source = source
         self.embedded = embedded or EmbeddedEngine(settings)
         self._own_engine = embedded is None
         self.you, self.others = settings.audio.labels()
+        if mic_line_filter is None:
+            mic_line_filter = suppress_echo if settings.audio.echo_cancel else keep_line
         self.mic_line_filter = mic_line_filter
         self.on_update = on_update
         self.on_status = on_status

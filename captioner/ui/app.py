@@ -36,7 +36,7 @@ from captioner.cloud.manager import EndpointManager
 from captioner.cloud.preflight import Preflight
 from captioner.feed.outputs import FeedOutputs
 from captioner.feed.page import render_page
-from captioner.realtime.captions import CaptionUpdate
+from captioner.realtime.captions import CaptionUpdate, labelled
 from captioner.transcript.journal import mark_recovered, unfinished_journals
 from captioner.ui.actions import AppActions
 from captioner.ui.appearance import palette
@@ -55,6 +55,7 @@ from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints.service import SetupService
 from captioner.ui.endpoints.start_flow import GuardedStart, StartFlow
 from captioner.ui.endpoints_page import EndpointsPage
+from captioner.ui.first_run import first_run_hint
 from captioner.ui.global_shortcut import GlobalShortcuts
 from captioner.ui.history import HistoryWindow
 from captioner.ui.instance import SingleInstance
@@ -69,9 +70,6 @@ from captioner.ui.tray import Tray
 log = logging.getLogger(__name__)
 
 DEBUG_STATE_ENV = "CAPTIONER_DEBUG_STATE_FILE"
-FIRST_RUN_HINT = ("Captioning what this computer plays, on this computer. "
-                  "To change the source or the recognition endpoint: right-click here "
-                  "(or use the tray icon) → Settings.")
 HINT_SECONDS = 20
 FONT_STEP = 2
 
@@ -203,7 +201,7 @@ class CaptionerApp(QObject):
         settings = self.store.settings
         self.overlay.show()
         if settings.first_run:
-            self.overlay.set_hint(FIRST_RUN_HINT)
+            self.overlay.set_hint(first_run_hint(settings))
             self._hint_timer.start(HINT_SECONDS * 1000)
             settings.first_run = False
             self.store.touched()
@@ -414,7 +412,7 @@ class CaptionerApp(QObject):
             return
         state = {
             "visible": self.overlay.view.visible_text(),
-            "lines": [line.text for line in self.controller.lines],
+            "lines": [labelled(line) for line in self.controller.lines],
             "status": {"state": self.controller.current.state,
                        "text": self.controller.current.text},
             "notice": self.overlay.strip.notice_label.text(),

@@ -20,11 +20,9 @@ import time
 
 import pytest
 
-from captioner.audio.devices import refresh_portaudio
 from tests.support.speech_set import clip
 
 MIC_SINK = "captioner_voice"
-MIC_SOURCE = "captioner_test_mic"
 OTHERS_WORDS = {"fellow", "americans", "ask", "country"}
 YOU_WORDS = {"fairest", "creatures", "desire", "increase", "beauty", "rose", "never", "die"}
 READING_SECONDS = 9  # of the sonnet: "… beauty's rose might never die"
@@ -32,13 +30,7 @@ READING_SECONDS = 9  # of the sonnet: "… beauty's rose might never die"
 
 @pytest.fixture(scope="module")
 def microphone(pulse):
-    """A microphone source fed by whatever plays into the MIC_SINK null sink."""
-    monitor = pulse.null_sink(MIC_SINK)
-    pulse.pactl("load-module", "module-remap-source", f"master={monitor}",
-                f"source_name={MIC_SOURCE}",
-                "source_properties=device.description=Test_microphone")
-    refresh_portaudio()
-    return MIC_SOURCE
+    return pulse.microphone(MIC_SINK)
 
 
 def words(text: str) -> set[str]:

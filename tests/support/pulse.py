@@ -139,6 +139,20 @@ class PulseSetup:
             refresh_portaudio()
         return self.extra_sinks[name]
 
+    def microphone(self, name: str) -> str:
+        """A microphone: an ordinary input source (listed as a mic, not a monitor) that
+        hears whatever plays into the null sink ``name`` (created once per session).
+        Returns the source's name."""
+        source = f"{name}_mic"
+        if source not in self.extra_sinks:
+            monitor = self.null_sink(name)
+            self.pactl("load-module", "module-remap-source", f"master={monitor}",
+                       f"source_name={source}",
+                       "source_properties=device.description=Test_microphone")
+            self.extra_sinks[source] = source
+            refresh_portaudio()
+        return source
+
     def pactl(self, *args: str) -> str:
         return self.daemon.pactl(*args)
 

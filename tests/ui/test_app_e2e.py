@@ -36,6 +36,17 @@ def wait_state(path: Path, predicate, proc, timeout: float, what: str) -> dict:
     raise AssertionError(f"timed out waiting for {what}; last state: {read_state(path)}")
 
 
+def stop_app(proc: subprocess.Popen, timeout: float = 30) -> str:
+    """Quit the app as the desktop would (SIGTERM); its stderr."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+    return stderr
+
+
 @pytest.mark.slow
 def test_spoken_words_reach_the_overlay_and_the_journal(xvfb, pulse, speech,  # noqa: F811
                                                          tmp_path):
@@ -66,12 +77,7 @@ def test_spoken_words_reach_the_overlay_and_the_journal(xvfb, pulse, speech,  # 
         on_disk = " ".join(line.text for line in read_journal(journal).lines).lower()
         assert all(w in on_disk for w in words)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, stderr = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, stderr = proc.communicate()
+        stderr = stop_app(proc)
     assert proc.returncode == 0, stderr[-2000:]
     (journal_path,) = journal_files(transcripts)
     assert read_journal(journal_path).finished, "a clean quit writes the end marker"
