@@ -156,7 +156,7 @@ class CaptionView(QWidget):
         del self.finalized[:-KEEP_LINES]
         self.live = update.live
         self.unconfirmed = update.unconfirmed
-        self.live_speaker = update.speaker
+        self.live_speaker = update.speaker or (update.live.speaker if update.live else None)
         if changed:  # the rows after the complete ones hold the tail and the live text
             self._live_rows = None
         if update.finalized or update.live is not None or update.unconfirmed:

@@ -55,11 +55,11 @@ def test_a_voice_flows_on_its_rows_and_a_new_voice_starts_a_named_row(qtbot):
     assert view.visible_rows() == [("Others: So the plan is simple.", False)]
     view.show_update(CaptionUpdate((), said("wait a second", "You", 2.0, final=False)))
     assert view.visible_rows() == [("Others: So the plan is simple.", False),
-                                   ("You: wait a second", True)]
+                                   ("You: wait a second", False)]
     view.show_update(CaptionUpdate((said("wait a second", "You", 2.0),),
                                    said("what plan", "You", 3.0, final=False)))
     assert view.visible_rows() == [("Others: So the plan is simple.", False),
-                                   ("You: wait a second what plan", True)]
+                                   ("You: wait a second what plan", False)]
 
 
 def test_renamed_you_keeps_the_you_colour(qtbot):
@@ -74,5 +74,17 @@ def test_one_stream_rows_carry_no_name_and_the_text_colour(qtbot):
     view, colours = make_view(qtbot)
     view.show_update(CaptionUpdate((CaptionLine("Plain captions.", 0, 1),),
                                    CaptionLine("still live", 1, 2, final=False)))
-    assert view.visible_rows() == [("Plain captions. still live", True)]
+    assert view.visible_rows() == [("Plain captions. still live", False)]
     assert view.visible_colours() == [colours.text]
+
+
+def test_unconfirmed_words_of_a_new_voice_start_its_named_row(qtbot):
+    view, colours = make_view(qtbot)
+    view.show_update(CaptionUpdate((said("Shall we begin?", "Others", 0.0),)))
+    view.show_update(CaptionUpdate((), None, "yes let's", speaker="You"))
+    assert view.visible_rows() == [("Others: Shall we begin?", False),
+                                   ("You: yes let's", True)]
+    assert view.visible_colours() == [colours.speakers[1], colours.speakers[0]]
+    view.show_update(CaptionUpdate((), said("yes", "You", 1.0, final=False), "let's go",
+                                   speaker="You"))
+    assert view.visible_rows()[-1] == ("You: yes let's go", True)
