@@ -143,11 +143,15 @@ def test_local_server_flushes_every_word_at_the_final_commit(engine) -> None:
             audio = base64.b64encode(pcm[i : i + CHUNK]).decode()
             ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
         ws.send(json.dumps({"type": "input_audio_buffer.commit", "final": True}))
-        deltas = []
+        deltas, live = [], []
         while (event := json.loads(ws.recv(120)))["type"] != "transcription.done":
+            if event["type"] == "captioner.transcription.live":  # our extension
+                live.append(event["text"])
+                continue
             assert event["type"] == "transcription.delta", event
             deltas.append(event["delta"])
-    assert event["text"] == "".join(deltas)
+    assert event["text"] == "".join(deltas)  # the confirmed text only
+    assert any(text.strip() for text in live)  # words were shown before their commit
     assert ends_with(event["text"], speech.reference), event["text"]
     assert word_errors(speech.reference, event["text"]).rate <= 0.15, event["text"]
 
@@ -228,3 +232,15 @@ def test_loop_is_cut_after_its_first_copy(text, seconds, kept) -> None:
 )
 def test_hallucination_filter(text, no_speech, logprob, ratio, dropped) -> None:
     assert is_hallucination(text, no_speech, logprob, ratio) is dropped
+
+
+@pytest.mark.parametrize("chunk", [2560, 4096])
+def test_one_said_once_is_one_word(engine: WhisperEngine, chunk: int) -> None:
+    """The sonnet reading starts "One." and a pause: it came out "1 1" (the live text
+    looped over the committed word and was kept at the final decode)."""
+    pcm = clip("sonnet").pcm16()[: 6 * 2 * SAMPLE_RATE]  # "One." and the first line
+    transcriber = engine.new_transcriber()
+    text = "".join([transcriber.push(pcm[i : i + chunk]) for i in range(0, len(pcm), chunk)]
+                   + [transcriber.finish()])
+    words = normalise(text).split()
+    assert words[0] == "one" and words[1] != "one", text  # "1" reads as "one"
