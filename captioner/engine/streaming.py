@@ -292,14 +292,17 @@ class StreamingTranscriber:
         nearly the same speech (at most ``_SAME_AUDIO`` less, nothing more) is
         a decoder that stopped early, not a better reading: the live text is
         kept then, so words already shown are not lost (unless the live text
-        says something twice in a row, the sign of a loop the final avoided).
+        says something twice in a row, or starts by saying again the committed
+        words just before it — the signs of a loop the final avoided: "One." came
+        out "1 1" when the live " 1" repeating the committed " 1" was kept).
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
             words = self._run(self._audio.view()[:end], self._carried, final=True)
             last = self._decoded_at
             same = last >= end - _SAME_AUDIO * SAMPLE_RATE and self._speech_in(end, last) == 0
-            if same and len(self._tentative) > len(words) and not _repeats(self._tentative):
+            if (same and len(self._tentative) > len(words) and not _repeats(self._tentative)
+                    and not _echoes(self._carried, self._tentative)):
                 log.debug("= final %r shorter than live %r: kept the live text",
                           "".join(words), "".join(self._tentative))
                 words = self._tentative
@@ -357,6 +360,13 @@ def _repeats(words: Sequence[str]) -> bool:
     keys = [word_key(w) for w in words]
     return any(keys[i : i + n] == keys[i + n : i + 2 * n]
                for n in range(1, len(keys) // 2 + 1) for i in range(len(keys) - 2 * n + 1))
+
+
+def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
+    """Whether ``after`` starts by saying again the last words of ``before``."""
+    head = [word_key(w) for w in after]
+    tail = [word_key(w) for w in before[-len(head):]] if head else []
+    return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
 
 
 class _Samples:

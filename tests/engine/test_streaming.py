@@ -232,3 +232,24 @@ def test_push_after_finish_is_refused() -> None:
     transcriber.finish()
     with pytest.raises(RuntimeError):
         transcriber.push(b"\0\0")
+
+
+def test_live_text_that_loops_over_the_committed_word_is_not_committed_again() -> None:
+    """tiny.en on "One." (the start of the sonnet reading): " 1." then " 1 1" (a short
+    word looping), so " 1" is committed and " 1" stays live; the final decode, given
+    " 1", rightly says nothing more. The final is shorter than the live text, but that
+    live " 1" only says the committed word again: it must not be kept ("1 1")."""
+    answers = iter([[" 1."], [" 1", " 1"]])
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if final:
+            return []
+        answer = next(answers, [" 1", " 1"])
+        return answer[len(prefix.split()):]
+
+    speaking = lambda t: 0.3 <= t <= 0.9  # noqa: E731 - one short word, then silence
+    options = StreamingOptions(first_decode_speech=0.2, interval=0.6, interval_per_second=0.0,
+                               long_silence=0.4)  # the final comes after the second decode
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), options)
+    out = feed(transcriber, 3.0)
+    assert [word_key(w) for w in "".join([*out, transcriber.finish()]).split()] == ["1"]
