@@ -242,6 +242,7 @@ def watch(app: CaptionerApp, probe: Probe) -> None:
         for line in update.finalized:
             final.extend(line.text.split())
         live[:] = update.live.text.split() if update.live else []
+        live.extend(update.unconfirmed.split())  # the engine's unconfirmed words
         probe.updates.append((time.monotonic(), final + live))
 
     def on_paint() -> None:
