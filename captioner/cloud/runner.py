@@ -207,8 +207,12 @@ class LifecycleRunner:
 
     # ---- start -------------------------------------------------------------------------
 
-    async def prepare(self, kind: Kind) -> PreparedDeploy | None:
-        """Validate settings into a plan and estimate its cost; None (status ERROR) on error."""
+    async def prepare(self, kind: Kind, checked: Preflight | None = None
+                      ) -> PreparedDeploy | None:
+        """Validate settings into a plan and estimate its cost; None (status ERROR) on error.
+
+        ``checked`` is a preflight the caller has just run and shown (the GUI's Start):
+        the gate holds it to the same rule instead of running every check again."""
         if not self.status(kind).can_start:
             log.info("! %s endpoint already %s; not starting another", kind,
                      self.status(kind).phase.value)
@@ -221,8 +225,10 @@ class LifecycleRunner:
             plan = await self._run(None, control.plan, kind, settings)  # asks STS who we are
             estimate = control.estimate(plan)
             if self._preflight is not None:
-                self._update(kind, step="Running the preflight checks")
-                require(await self._run(kind, self._preflight, kind))
+                if checked is None or (checked.kind, checked.region) != (kind, plan.region):
+                    self._update(kind, step="Running the preflight checks")
+                    checked = await self._run(kind, self._preflight, kind)
+                require(checked)
         except AWS_FAILURES as exc:
             if self.status(kind).phase is Phase.PREPARING:
                 self._move(kind, Event.FAIL, step="", failure=translate(exc, "prepare"))

@@ -119,9 +119,14 @@ def test_configured_tray_start_and_stop_show_progress(qapp, store, tone_wav, aws
         strip = app.overlay.strip.cloud_label
         seen: list[str] = []
         item.progress.connect(lambda _kind, line: seen.append(line))
+        ran: list[str] = []  # every preflight run (each is a dozen AWS calls)
+        checks = app.endpoint_setup.preflight
+        app.endpoint_setup.preflight = lambda settings, kind: (ran.append(kind),
+                                                               checks(settings, kind))[1]
         item.start_action.trigger()
         await wait_until(lambda: item.flow.dialog is not None and item.flow.dialog.isVisible(),
                          30, "the cost confirmation")
+        assert ran == ["stt"]  # the tray's checks are the deploy gate's: not run twice
         assert app.settings_dialog is None  # nothing to fix: no settings window
         assert "Estimated cost: about $0.74/hour" in item.flow.dialog.text()
         item.flow.dialog.deploy_button.click()

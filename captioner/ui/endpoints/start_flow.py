@@ -62,11 +62,12 @@ class StartFlow:
         self.parent = parent
         self.dialog: DeployConfirmation | None = None
 
-    def request(self, kind: Kind) -> None:
-        self.manager.spawn(self._prepare_and_ask(kind))
+    def request(self, kind: Kind, checked: Preflight | None = None) -> None:
+        """``checked``: the preflight just run and shown, so it is not run twice."""
+        self.manager.spawn(self._prepare_and_ask(kind, checked))
 
-    async def _prepare_and_ask(self, kind: Kind) -> None:
-        prepared = await self.manager.prepare(kind)
+    async def _prepare_and_ask(self, kind: Kind, checked: Preflight | None) -> None:
+        prepared = await self.manager.prepare(kind, checked)
         if prepared is None:
             return  # the error is in the kind's status
         dialog = DeployConfirmation(prepared, self.parent)
@@ -114,7 +115,7 @@ class GuardedStart:
         blocked = gate(preflight, accepted) is not None
         self.on_checks(kind, preflight, blocked)
         if not blocked:
-            self.flow.request(kind)
+            self.flow.request(kind, preflight)
 
 
 __all__ = ["DeployConfirmation", "GuardedStart", "StartFlow"]
