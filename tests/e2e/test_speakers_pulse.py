@@ -10,6 +10,7 @@ hold only its own speaker's words, and come out in the order they were spoken.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +35,14 @@ def microphone(pulse):
     return pulse.microphone(MIC_SINK)
 
 
+def quiet(folder) -> Path:
+    """Two seconds of silence: a pause after speech, so its last words settle."""
+    path = folder / "quiet.wav"
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", str(path), "trim", "0", "2"],
+                   check=True)
+    return path
+
+
 def words(text: str) -> set[str]:
     return set(re.sub(r"[^a-z' ]", " ", text.lower()).split())
 
@@ -42,10 +52,58 @@ def test_listen_speakers_labels_both_sides_in_spoken_order(pulse, microphone, tm
     reading = tmp_path / "reading.wav"
     subprocess.run(["sox", str(clip("sonnet").path), str(reading), "trim", "0",
                     str(READING_SECONDS)], check=True)
-    quiet = tmp_path / "quiet.wav"
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", str(quiet), "trim", "0", "2"],
-                   check=True)
-    env = {**os.environ, "CAPTIONER_CONFIG_DIR": str(tmp_path / "cfg"),
+    lines = run_listen(pulse, microphone, tmp_path, [
+        lambda: pulse.play(clip("jfk").path),  # the others, through the speakers
+        lambda: pulse.play(reading, MIC_SINK),  # then you, into the microphone
+        lambda: pulse.play(quiet(tmp_path), MIC_SINK)])
+    assert lines and all(re.match(r"(You|Others): ", line) for line in lines), lines
+    speakers = [line.split(":", 1)[0] for line in lines]
+    assert speakers == sorted(speakers, key=["Others", "You"].index), lines  # Others, then You
+    others = words(" ".join(line for line in lines if line.startswith("Others:")))
+    you = words(" ".join(line for line in lines if line.startswith("You:")))
+    assert len(others & OTHERS_WORDS) >= 3 and not others & YOU_WORDS, lines
+    assert len(you & YOU_WORDS) >= 4 and not you & (OTHERS_WORDS - {"ask"}), lines
+
+
+ECHO_DELAY_SECONDS = 0.08  # speakers to microphone, as in a small room
+ECHO_GAIN = 0.4  # the echo is quieter than the voice at the microphone
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cancel", [True, False], ids=["cancelled", "off"])
+def test_the_others_echo_in_the_microphone_is_not_captioned_as_you(pulse, microphone,
+                                                                     tmp_path, cancel):
+    """No headphones: the microphone hears a delayed, quieter copy of the others (Kennedy)
+    while you read. Only your words may come out as "You" — and with echo suppression
+    turned off, the echo does (the scene is a real test of it)."""
+    others = clip("jfk").path
+    reading = tmp_path / "reading.wav"
+    subprocess.run(["sox", str(clip("sonnet").path), "-r", "16000", str(reading), "trim",
+                    "0", str(READING_SECONDS)], check=True)
+    echo = tmp_path / "echo.wav"
+    subprocess.run(["sox", str(others), "-r", "16000", str(echo), "vol", str(ECHO_GAIN),
+                    "pad", str(ECHO_DELAY_SECONDS)], check=True)
+    mic = tmp_path / "mic.wav"
+    subprocess.run(["sox", "-m", str(echo), str(reading), str(mic)], check=True)
+    settings = {"audio": {"echo_cancel": cancel}}
+    lines = run_listen(pulse, microphone, tmp_path, [
+        [lambda: pulse.play(others), lambda: pulse.play(mic, MIC_SINK)],  # at once
+        lambda: pulse.play(quiet(tmp_path), MIC_SINK)], settings)
+    you = words(" ".join(line for line in lines if line.startswith("You:")))
+    them = words(" ".join(line for line in lines if line.startswith("Others:")))
+    assert len(them & OTHERS_WORDS) >= 3, lines
+    assert len(you & YOU_WORDS) >= 3, lines  # your reading comes through either way
+    echoed = you & (OTHERS_WORDS - {"ask"})
+    assert bool(echoed) is not cancel, lines  # the echo: gone, or there when not cancelled
+
+
+def run_listen(pulse, microphone, tmp_path, steps, settings=None) -> list[str]:
+    """`captioner listen --source both --speakers` while ``steps`` play (each a callable;
+    a list of them runs at once), with a fresh profile holding ``settings``; its lines."""
+    config = tmp_path / "cfg"
+    config.mkdir()
+    (config / "settings.json").write_text(json.dumps(settings or {}))
+    env = {**os.environ, "CAPTIONER_CONFIG_DIR": str(config),
            "CAPTIONER_LOG_DIR": str(tmp_path / "log"), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "captioner", "-v", "listen", "--source", "both", "--speakers",
@@ -61,9 +119,15 @@ def test_listen_speakers_labels_both_sides_in_spoken_order(pulse, microphone, tm
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "listen never opened both sources"
             time.sleep(0.1)
-        pulse.play(clip("jfk").path)  # the others, through the speakers
-        pulse.play(reading, MIC_SINK)  # then you, into the microphone
-        pulse.play(quiet, MIC_SINK)  # a pause, so the reading's last words settle
+        for step in steps:
+            if isinstance(step, list):
+                players = [threading.Thread(target=s) for s in step]
+                for player in players:
+                    player.start()
+                for player in players:
+                    player.join()
+            else:
+                step()
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -75,10 +139,4 @@ def test_listen_speakers_labels_both_sides_in_spoken_order(pulse, microphone, tm
     assert proc.returncode == 0, proc.stderr.read()
     lines = [line.strip() for line in out if line.strip()]
     print("\n".join(lines))  # shown with -s or on failure
-    assert lines and all(re.match(r"(You|Others): ", line) for line in lines), lines
-    speakers = [line.split(":", 1)[0] for line in lines]
-    assert speakers == sorted(speakers, key=["Others", "You"].index), lines  # Others, then You
-    others = words(" ".join(line for line in lines if line.startswith("Others:")))
-    you = words(" ".join(line for line in lines if line.startswith("You:")))
-    assert len(others & OTHERS_WORDS) >= 3 and not others & YOU_WORDS, lines
-    assert len(you & YOU_WORDS) >= 4 and not you & (OTHERS_WORDS - {"ask"}), lines
+    return lines
