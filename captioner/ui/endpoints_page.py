@@ -64,7 +64,7 @@ TAB_TITLES: dict[Kind, str] = {"stt": "&1 Captions (speech-to-text)",
 class EndpointsPage(Page):
     """The Endpoints tab: ``EndpointsPage(manager, store)``; see the module docstring."""
 
-    title = "&Endpoints"
+    title = "Endpoints"
 
     def __init__(self, manager: EndpointManager, store: SettingsStore,
                  service: SetupService | None = None, *, keys: KeyStore | None = None,
@@ -123,7 +123,7 @@ class EndpointsPage(Page):
         self.idle_minutes.setRange(5, 24 * 60)
         self.idle_minutes.setSuffix(" min")
         self.idle_minutes.setAccessibleName("Stop an idle endpoint after (minutes)")
-        label = QLabel("Stop when &idle for:")
+        label = QLabel("Stop &when idle for:")
         label.setBuddy(self.idle_minutes)
         safety_form.addRow(label, self.idle_minutes)
         note = QLabel("Captioner stops an endpoint nobody used for this long (after a "

@@ -145,7 +145,7 @@ def test_every_control_has_an_accessible_name_and_endpoints_tab_is_reserved(qtbo
     assert len(controls) > 30
     assert [(type(w).__name__, w.text() if hasattr(w, "text") else "") for w in unnamed] == []
     titles = [dialog.tabs.tabText(i) for i in range(dialog.tabs.count())]
-    assert "&Endpoints" in titles
+    assert "Endpoints" in titles
 
 
 

@@ -69,7 +69,7 @@ class AccountBox(QGroupBox):
         self._row(form, "Pro&file:", self.profile)
         self.key_id = QLineEdit()
         self.key_id.setAccessibleName("Access key ID")
-        self._row(form, "Access key &ID:", self.key_id)
+        self._row(form, "Access key I&D:", self.key_id)
         self.secret = QLineEdit()
         self.secret.setEchoMode(QLineEdit.EchoMode.Password)
         self.secret.setAccessibleName("Secret access key")

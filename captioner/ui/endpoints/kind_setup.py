@@ -100,17 +100,17 @@ class KindSetup(QWidget):
         self.role = QComboBox()
         self.role.setEditable(True)
         self.role.lineEdit().setPlaceholderText("arn:aws:iam::ACCOUNT:role/NAME")
-        self.create_role_button = QPushButton("Create &role…")
+        self.create_role_button = QPushButton("Cr&eate role…")
         self.create_role_button.setAccessibleName(f"Create an execution role for the {noun}")
         self.role_note = QLabel("Roles that trust SageMaker appear here after the account "
                                 "check.")
         self.role_note.setWordWrap(True)
         self.role_note.setAccessibleName(f"{noun} role list note")
-        self._field(form, "role", "Execution r&ole:", self.role, f"{noun} execution role",
+        self._field(form, "role", "E&xecution role:", self.role, f"{noun} execution role",
                     extra=self.create_role_button, below=(self.role_note,))
 
         self.pool = PoolEditor(noun)
-        self._field(form, "pool", "Instance &pool:", self.pool, f"{noun} instance pool")
+        self._field(form, "pool", "Ins&tance pool:", self.pool, f"{noun} instance pool")
 
         self.autoscale = QCheckBox("&Autoscale between")
         self.scale_min = QSpinBox()

@@ -40,7 +40,7 @@ PREVIEW = CaptionUpdate((CaptionLine("This is how finalized captions look.", 0, 
 
 
 class AppearancePage(Page):
-    title = "A&ppearance"
+    title = "Appearance"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -69,14 +69,14 @@ class AppearancePage(Page):
         self.row_chars = QSpinBox()
         self.row_chars.setRange(MIN_ROW_CHARS, MAX_ROW_CHARS)
         self.row_chars.setSuffix(" characters")
-        self.add_row(form, "row_chars", "Row &length:", self.row_chars,
+        self.add_row(form, "row_chars", "Ro&w length:", self.row_chars,
                      "Longest caption row, in characters")
         self.outline = QCheckBox("&Outline around letters")
         self.outline.setAccessibleName("Outline around letters")
         form.addRow(self.outline)
         self.opacity = QSlider(Qt.Orientation.Horizontal)
         self.opacity.setRange(0, 100)
-        self.add_row(form, "opacity", "Background &opacity:", self.opacity)
+        self.add_row(form, "opacity", "Back&ground opacity:", self.opacity)
         self.dock = QComboBox()
         for key, text in DOCKS:
             self.dock.addItem(text, key)

@@ -34,7 +34,7 @@ DeviceLister = Callable[[], Sequence[AudioDevice]]
 
 
 class AudioPage(Page):
-    title = "&Audio"
+    title = "Audio"
 
     def __init__(self, devices: DeviceLister = list_devices,
                  parent: QWidget | None = None) -> None:
@@ -58,7 +58,7 @@ class AudioPage(Page):
         self.echo_cancel.setAccessibleName("Echo cancellation")
         form.addRow("", self.echo_cancel)
         self.system_device = QComboBox()
-        self.add_row(form, "system_device", "S&ystem audio device:", self.system_device)
+        self.add_row(form, "system_device", "System audio &device:", self.system_device)
         self.mic_device = QComboBox()
         self.add_row(form, "mic_device", "&Microphone:", self.mic_device)
         self.system_gain = self._gain()

@@ -90,7 +90,7 @@ class SettingsDialog(QDialog):
         self.tabs.removeTab(index)
         self.endpoints.deleteLater()
         self.endpoints = page
-        self.tabs.insertTab(index, page, page.title or "&Endpoints")
+        self.tabs.insertTab(index, page, page.title or "Endpoints")
         page.load(self.store.settings)
 
     def reload(self) -> None:

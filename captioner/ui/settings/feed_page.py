@@ -23,7 +23,7 @@ from captioner.ui.settings.common import Errors, Page
 
 
 class FeedPage(Page):
-    title = "&Feed"
+    title = "Feed"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -26,7 +26,7 @@ from captioner.ui.settings.common import ErrorLabel, Errors, Page
 
 
 class AlertsPage(Page):
-    title = "Alert &words"
+    title = "Alert words"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -57,7 +57,7 @@ class AlertsPage(Page):
 
 
 class TranscriptPage(Page):
-    title = "&Transcript"
+    title = "Transcript"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -102,7 +102,7 @@ SHORTCUTS = (("start_stop", "&Start / stop captions:"),
 
 
 class ShortcutsPage(Page):
-    title = "&Shortcuts"
+    title = "Shortcuts"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -156,7 +156,7 @@ class EndpointsPlaceholder(Page):
     :meth:`SettingsDialog.set_endpoints_page`.
     """
 
-    title = "&Endpoints"
+    title = "Endpoints"
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)

@@ -61,7 +61,7 @@ ENGLISH_ONLY_NOTE = "The English model always listens for English."
 
 
 class RecognitionPage(Page):
-    title = "&Recognition"
+    title = "Recognition"
 
     def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None, *,
                  multilingual_available: Callable[[], bool] = multilingual_installed) -> None:
@@ -83,7 +83,7 @@ class RecognitionPage(Page):
         self.whisper_model = QComboBox()
         for name, label in MODEL_LABELS.items():
             self.whisper_model.addItem(label, name)
-        self.add_row(local_form, "whisper_model", "Speech &model:", self.whisper_model,
+        self.add_row(local_form, "whisper_model", "Speech m&odel:", self.whisper_model,
                      "Speech model")
         self.model_note = QLabel(NOT_INSTALLED)
         self.model_note.setWordWrap(True)
