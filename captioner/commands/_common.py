@@ -36,7 +36,8 @@ def load_settings(args: argparse.Namespace) -> settings_mod.Settings:
 
 
 class TerminalCaptions:
-    """Finalized lines stay; the live line is rewritten in place (on a terminal)."""
+    """Finalized lines stay; the live line and the unconfirmed words after it are rewritten
+    in place (on a terminal)."""
 
     def __init__(self, out: TextIO = sys.stdout, *, live: bool | None = None) -> None:
         self.out = out
@@ -48,10 +49,13 @@ class TerminalCaptions:
             self._clear_live()
             prefix = {LineKind.GAP: "", LineKind.TYPED: "> "}.get(line.kind, "")
             self.out.write(f"{prefix}{labelled(line)}\n")
-        if self.live and update.live is not None:
+        if self.live and (update.live is not None or update.unconfirmed or self._live_shown):
+            # the live line, then the engine's unconfirmed words (they may still change)
+            text = " ".join(part for part in (labelled(update.live) if update.live else "",
+                                              update.unconfirmed) if part)
             width = shutil.get_terminal_size().columns - 1
-            self.out.write("\r\x1b[2K" + labelled(update.live)[-width:])
-            self._live_shown = True
+            self.out.write("\r\x1b[2K" + text[-width:])
+            self._live_shown = bool(text)
         self.out.flush()
 
     def status(self, status: SessionStatus) -> None:
