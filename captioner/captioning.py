@@ -98,14 +98,22 @@ class EmbeddedEngine:
             self._server = None
 
 
+# The on-device engine has no server-side stall (the watchdog's reason to exist): when it
+# says nothing, not even live words, for seconds of sound it is behind on a busy CPU, and
+# a restart would only add the replayed audio to its work. Its watchdog waits longer.
+EMBEDDED_STALL_SECONDS = 15.0
+
+
 def session_options(settings: Settings, spec: EndpointSpec, *, fail_fast: bool = False
                     ) -> SessionOptions:
     rec = settings.recognition
+    embedded = spec.kind == "embedded"
     return SessionOptions(
-        model=EMBEDDED_MODEL if spec.kind == "embedded" else rec.model,
+        model=EMBEDDED_MODEL if embedded else rec.model,
         chunk_bytes=settings.audio.chunk_bytes,
         rotate_after_seconds=rec.rotate_after_seconds,
-        stall_seconds=rec.stall_seconds,
+        stall_seconds=max(rec.stall_seconds, EMBEDDED_STALL_SECONDS) if embedded
+        else rec.stall_seconds,
         outage_buffer_seconds=rec.outage_buffer_seconds,
         fail_fast=fail_fast,
     )

@@ -12,8 +12,11 @@ from collections.abc import Callable
 
 import pytest
 
+from captioner.captioning import session_options
 from captioner.realtime.captions import CaptionUpdate
 from captioner.session import CaptionSession
+from captioner.settings import Settings
+from captioner.transport.endpoint_url import parse_endpoint
 from captioner.transport.websocket import websocket_connector
 from tests.session.test_caption_session import WORDS, options, paced, run, words_of
 from tests.support.transcribers import (
@@ -131,7 +134,8 @@ def test_a_restarted_request_never_shows_a_word_twice(fault):
 
 def test_live_words_are_progress_for_the_stall_watchdog():
     """An engine that is behind commits nothing for seconds but its live text moves:
-    no restart. The same engine without live text is taken for a stalled server."""
+    no restart. The same engine without live text is taken for a stalled server —
+    except with the on-device engine's longer watchdog."""
     def behind():
         return LiveToneTranscriber(hold=len(WORDS))  # commits only at the end
 
@@ -147,3 +151,11 @@ def test_live_words_are_progress_for_the_stall_watchdog():
     assert words_of(session) == WORDS
     session = caption(Silent, Screen(), stall_seconds=1.0)
     assert session.stats.stalls >= 1  # the contrast: no text, no live text = a stall
+    # the on-device engine's watchdog waits longer than a server's: an engine that is
+    # behind and says nothing for seconds of sound is not restarted
+    settings = Settings()
+    embedded = session_options(settings, parse_endpoint("embedded")).stall_seconds
+    remote = session_options(settings, parse_endpoint("ws://127.0.0.1:9/v1/realtime"))
+    assert remote.stall_seconds == settings.recognition.stall_seconds < embedded
+    session = caption(Silent, Screen(), stall_seconds=embedded)
+    assert session.stats.stalls == 0 and words_of(session) == WORDS
