@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Protocol
 
 from captioner.audio.capture import AudioCapture
 from captioner.audio.dual import DualCapture
@@ -41,6 +41,19 @@ from captioner.transport.endpoint_url import parse_endpoint
 
 RECENT_OTHERS_SECONDS = 10.0  # audio time of "Others" lines a mic line is checked against
 
+class TwoSources(Protocol):
+    """Microphone and system audio as two chunk streams (live: DualCapture; a stereo
+    call recording: StereoCall)."""
+
+    level_dbfs: float
+    dropped_chunks: int
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def mic_chunks(self) -> AsyncIterator[bytes]: ...
+    def system_chunks(self) -> AsyncIterator[bytes]: ...
+
+
 # A finalized mic line and the recent "Others" lines → the line to show, or None to drop.
 MicLineFilter = Callable[[CaptionLine, Sequence[CaptionLine]], CaptionLine | None]
 
@@ -56,12 +69,12 @@ _TROUBLE = (SessionState.FAILED, SessionState.RECONNECTING, SessionState.CONNECT
 
 
 class TwoStreamCaptioner:
-    """One run of two labelled sessions over a :class:`DualCapture`."""
+    """One run of two labelled sessions over two sources (a :class:`DualCapture`)."""
 
     def __init__(
         self,
         settings: Settings,
-        source: DualCapture,
+        source: TwoSources,
         *,
         embedded: EmbeddedEngine | None = None,
         endpoint: str | None = None,
@@ -194,4 +207,5 @@ def captioner_for(settings: Settings, source: AudioSource | DualCapture, **optio
     return Captioner(settings, source, **options)
 
 
-__all__ = ["MicLineFilter", "TwoStreamCaptioner", "captioner_for", "keep_line", "open_source"]
+__all__ = ["MicLineFilter", "TwoSources", "TwoStreamCaptioner", "captioner_for", "keep_line",
+           "open_source"]

@@ -122,11 +122,19 @@ class FileSource:
     """
 
     def __init__(self, path: str | Path, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 realtime: bool = False, block_seconds: float = 0.1):
+                 realtime: bool = False, block_seconds: float = 0.1,
+                 channel: int | None = None):
+        """``channel``: only that channel (0 = left) instead of all of them mixed, e.g. one
+        side of a call recorded in stereo. AudioFileError if the file has no such channel."""
         self.path = Path(path)
         self._reader = open_reader(self.path)
         self.samplerate = self._reader.samplerate
         self.channels = self._reader.channels
+        if channel is not None and not 0 <= channel < self.channels:
+            self._reader.close()
+            raise AudioFileError(f"{self.path.name} has {self.channels} channel(s); "
+                                 f"there is no channel {channel + 1}")
+        self.channel = channel
         self.duration = self._reader.frames / self.samplerate if self.samplerate else 0.0
         self.chunk_bytes = chunk_bytes
         self.realtime = realtime
@@ -137,7 +145,8 @@ class FileSource:
 
     def iter_chunks(self) -> Iterator[bytes]:
         """All chunks at full speed; the last one may be shorter. Closes the file."""
-        resampler = Resampler(self.samplerate, self.channels)
+        channel = self.channel
+        resampler = Resampler(self.samplerate, 1 if channel is not None else self.channels)
         chunker = Chunker(self.chunk_bytes)
         try:
             while not self._stopped:
@@ -147,6 +156,8 @@ class FileSource:
                     raise AudioFileError(f"{self.path.name}: read failed ({exc})") from exc
                 if block.shape[0] == 0:
                     break
+                if channel is not None:
+                    block = np.ascontiguousarray(block[:, channel : channel + 1])
                 yield from self._measured(chunker.feed(resampler.process_pcm16(block)))
             if not self._stopped:
                 yield from self._measured(chunker.feed(to_pcm16(resampler.flush())))
@@ -179,3 +190,37 @@ class FileSource:
         for chunk in chunks:
             self.level_dbfs = rms_dbfs(chunk, LEVEL_FLOOR_DBFS)
             yield chunk
+
+
+class StereoCall:
+    """A call recorded in stereo, one side per channel: left is you (the microphone),
+    right the others. Two sources with the surface the two-stream captioner reads."""
+
+    def __init__(self, path: str | Path, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+                 realtime: bool = False) -> None:
+        """AudioFileError if the file cannot be read or is not stereo."""
+        self.mic = FileSource(path, chunk_bytes=chunk_bytes, realtime=realtime, channel=0)
+        if self.mic.channels != 2:
+            self.mic._reader.close()
+            raise AudioFileError(f"{self.mic.path.name} has {self.mic.channels} channel(s); "
+                                 "a call recording for --speakers needs two (left: you, "
+                                 "right: the others)")
+        self.system = FileSource(path, chunk_bytes=chunk_bytes, realtime=realtime, channel=1)
+        self.dropped_chunks = 0  # parity with the live capture
+
+    @property
+    def level_dbfs(self) -> float:
+        return max(self.mic.level_dbfs, self.system.level_dbfs)
+
+    async def start(self) -> None:
+        """Nothing to open (the constructor did)."""
+
+    async def stop(self) -> None:
+        await self.mic.stop()
+        await self.system.stop()
+
+    def mic_chunks(self) -> AsyncIterator[bytes]:
+        return self.mic.chunks()
+
+    def system_chunks(self) -> AsyncIterator[bytes]:
+        return self.system.chunks()

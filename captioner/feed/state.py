@@ -10,14 +10,22 @@ from __future__ import annotations
 import json
 from collections import deque
 
-from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
+from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind, labelled
 
 KEEP_LINES = 3  # finalized lines a newly connected page starts with
 
 
 def _line(line: CaptionLine) -> dict[str, object]:
-    return {"text": line.text, "start": round(line.start, 3), "end": round(line.end, 3),
-            "kind": line.kind.value}
+    """A line for the page: its text carries the speaker's name in two-stream mode."""
+    record: dict[str, object] = {"text": labelled(line), "start": round(line.start, 3),
+                                 "end": round(line.end, 3), "kind": line.kind.value}
+    if line.speaker:
+        record["speaker"] = line.speaker
+    return record
+
+
+def _live(line: CaptionLine | None) -> str:
+    return labelled(line) if line else ""
 
 
 class FeedState:
@@ -31,11 +39,11 @@ class FeedState:
         self._lines.extend(shown)
         self._live = update.live
         return json.dumps({"type": "update", "final": [_line(x) for x in shown],
-                           "live": update.live.text if update.live else ""})
+                           "live": _live(update.live)})
 
     def snapshot(self) -> str:
         return json.dumps({"type": "snapshot", "final": [_line(x) for x in self._lines],
-                           "live": self._live.text if self._live else ""})
+                           "live": _live(self._live)})
 
 
 __all__ = ["FeedState"]

@@ -6,10 +6,15 @@ sessions; only the devices are stand-ins (the test plays the audio thread).
 """
 
 import asyncio
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from captioner.audio.capture import AudioCapture
 from captioner.audio.devices import AudioDevice
@@ -19,6 +24,7 @@ from captioner.two_streams import TwoStreamCaptioner
 from tests.audio.test_capture import Opener
 from tests.support.transcribers import RecordingFactory, ThreadedServer, tone_words_pcm
 
+REPO = Path(__file__).resolve().parents[2]
 MIC = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0, is_default=True)
 SYSTEM = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0, is_default=True)
 BLOCK = 320  # 20 ms at 16 kHz
@@ -113,3 +119,27 @@ def test_reference_buffer_reads_silence_where_the_system_audio_is_missing():
     assert buffer.read(0, 8) == b"\0" * 8  # dropped already
     assert buffer.read(76, 8) == b"\1\0\1\0" + b"\0" * 4  # not there yet
     assert buffer.read(60, 4) == b"\1\0\1\0"
+
+
+def test_transcribe_speakers_names_each_channel_of_a_stereo_call(tmp_path):
+    """`captioner transcribe --speakers call.wav`: left channel "You", right "Others"."""
+    left = SILENCE + tone_words_pcm(["alpha", "bravo"]) + SILENCE
+    right = tone_words_pcm(["charlie", "delta"]) + SILENCE * 2
+    right += b"\0" * (len(left) - len(right))
+    stereo = np.stack([np.frombuffer(p, "<i2") for p in (left, right)], axis=1)
+    call = tmp_path / "call.wav"
+    sf.write(call, stereo, 16_000, subtype="PCM_16")
+    mono = tmp_path / "mono.wav"
+    sf.write(mono, stereo[:, 0], 16_000, subtype="PCM_16")
+    env = dict(os.environ, PYTHONPATH=str(REPO), CAPTIONER_CONFIG_DIR=str(tmp_path / "cfg"),
+               CAPTIONER_LOG_DIR=str(tmp_path / "log"))
+    with ThreadedServer(RecordingFactory()) as server:
+        done = subprocess.run([sys.executable, "-m", "captioner", "transcribe", "--speakers",
+                               str(call), "--endpoint", server.url], env=env,
+                              capture_output=True, text=True, timeout=120)
+        refused = subprocess.run([sys.executable, "-m", "captioner", "transcribe",
+                                  "--speakers", str(mono), "--endpoint", server.url], env=env,
+                                 capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Others: charlie delta", "You: alpha bravo"]
+    assert refused.returncode == 2 and "needs two" in refused.stderr
