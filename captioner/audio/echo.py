@@ -99,7 +99,9 @@ class DelayEstimator:
             raise ValueError("reference must span max_lag before and max_lead after the mic")
         if _rms(mic) < MIN_LEVEL or _rms(reference) < MIN_LEVEL:
             return None
-        n = 1 << int(np.ceil(np.log2(reference.size + mic.size)))
+        # Only lags 0..max_lag+max_lead are read, and none of them wraps around once
+        # the transform spans the reference: no need to pad to both lengths.
+        n = 1 << int(np.ceil(np.log2(reference.size)))
         cross = np.conj(np.fft.rfft(mic, n)) * np.fft.rfft(reference, n)
         cross /= np.abs(cross) + 1e-12  # PHAT: the phase alone, so speech's spectrum tilt
         corr = np.fft.irfft(cross, n)[: self.max_lag + self.max_lead + 1]  # does not blur it

@@ -29,6 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="with --source both: caption the microphone and the system audio as "
                         "two streams, each line prefixed 'You: ' or 'Others: ' (names from "
                         "settings)")
+    p.add_argument("--echo-cancel", action=argparse.BooleanOptionalAction, default=None,
+                   help="with --speakers: remove the others' voices the microphone picks up "
+                        "from the speakers (default: from settings, initially on; "
+                        "--no-echo-cancel with headphones)")
     add_endpoint_options(p)
     p.set_defaults(func=run)
 
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
             print("captioner: --speakers needs --source both", file=sys.stderr)
             return 2
         audio.speakers = True
+    if args.echo_cancel is not None:
+        audio.echo_cancel = args.echo_cancel
     out = TerminalCaptions()
     try:
         source = open_source(settings.audio)

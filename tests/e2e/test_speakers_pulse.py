@@ -10,18 +10,12 @@ hold only its own speaker's words, and come out in the order they were spoken.
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import signal
 import subprocess
-import sys
-import threading
-import time
-from pathlib import Path
 
 import pytest
 
+from tests.support.listen_run import quiet, run_listen
 from tests.support.speech_set import clip
 
 MIC_SINK = "captioner_voice"
@@ -33,14 +27,6 @@ READING_SECONDS = 9  # of the sonnet: "… beauty's rose might never die"
 @pytest.fixture(scope="module")
 def microphone(pulse):
     return pulse.microphone(MIC_SINK)
-
-
-def quiet(folder) -> Path:
-    """Two seconds of silence: a pause after speech, so its last words settle."""
-    path = folder / "quiet.wav"
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", str(path), "trim", "0", "2"],
-                   check=True)
-    return path
 
 
 def words(text: str) -> set[str]:
@@ -95,48 +81,3 @@ def test_the_others_echo_in_the_microphone_is_not_captioned_as_you(pulse, microp
     assert len(you & YOU_WORDS) >= 3, lines  # your reading comes through either way
     echoed = you & (OTHERS_WORDS - {"ask"})
     assert bool(echoed) is not cancel, lines  # the echo: gone, or there when not cancelled
-
-
-def run_listen(pulse, microphone, tmp_path, steps, settings=None) -> list[str]:
-    """`captioner listen --source both --speakers` while ``steps`` play (each a callable;
-    a list of them runs at once), with a fresh profile holding ``settings``; its lines."""
-    config = tmp_path / "cfg"
-    config.mkdir()
-    (config / "settings.json").write_text(json.dumps(settings or {}))
-    env = {**os.environ, "CAPTIONER_CONFIG_DIR": str(config),
-           "CAPTIONER_LOG_DIR": str(tmp_path / "log"), "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "captioner", "-v", "listen", "--source", "both", "--speakers",
-         "--mic-device", microphone, "--system-device", pulse.monitor],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )
-    out: list[str] = []
-    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + 60
-        while len(pulse.pactl("list", "short", "source-outputs").splitlines()) < 2:
-            assert proc.poll() is None, proc.stderr.read()
-            assert time.monotonic() < deadline, "listen never opened both sources"
-            time.sleep(0.1)
-        for step in steps:
-            if isinstance(step, list):
-                players = [threading.Thread(target=s) for s in step]
-                for player in players:
-                    player.start()
-                for player in players:
-                    player.join()
-            else:
-                step()
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(90)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            raise
-        reader.join(5)
-    assert proc.returncode == 0, proc.stderr.read()
-    lines = [line.strip() for line in out if line.strip()]
-    print("\n".join(lines))  # shown with -s or on failure
-    return lines

@@ -20,7 +20,8 @@ from captioner.audio.capture import AudioCapture
 from captioner.audio.devices import AudioDevice
 from captioner.audio.dual import DualCapture, ReferenceBuffer
 from captioner.settings import Settings
-from captioner.two_streams import TwoStreamCaptioner
+from captioner.transcript.echo_text import suppress_echo
+from captioner.two_streams import TwoStreamCaptioner, keep_line
 from tests.audio.test_capture import Opener
 from tests.support.transcribers import RecordingFactory, ThreadedServer, tone_words_pcm
 
@@ -143,3 +144,17 @@ def test_transcribe_speakers_names_each_channel_of_a_stereo_call(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["Others: charlie delta", "You: alpha bravo"]
     assert refused.returncode == 2 and "needs two" in refused.stderr
+
+
+def test_the_echo_setting_turns_the_text_fallback_on_and_off():
+    """With echo suppression on (the default) finalized "You" lines pass the text
+    fallback; off (headphones), they are kept as they are."""
+    for on, expected in ((True, suppress_echo), (False, keep_line)):
+        settings = Settings()
+        settings.audio.source, settings.audio.speakers = "both", True
+        settings.audio.echo_cancel = on
+        opener = Opener()
+        dual = DualCapture(AudioCapture("mic", mic=MIC, opener=opener),
+                           AudioCapture("system", system=SYSTEM, opener=opener))
+        captioner = TwoStreamCaptioner(settings, dual, endpoint="ws://127.0.0.1:9/v1/realtime")
+        assert captioner.mic_line_filter is expected

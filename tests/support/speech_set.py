@@ -162,6 +162,11 @@ class WordErrors:
         return self.substitutions + self.deletions + self.insertions
 
     @property
+    def recall(self) -> float:
+        """Share of the reference's words that came back right (insertions aside)."""
+        return 1 - (self.substitutions + self.deletions) / self.words if self.words else 1.0
+
+    @property
     def rate(self) -> float:
         """Word error rate (0.0 = perfect; can exceed 1.0 with many insertions)."""
         return self.errors / self.words if self.words else float(self.errors > 0)
