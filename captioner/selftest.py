@@ -34,6 +34,8 @@ SAMPLE_ENV = "CAPTIONER_SELFTEST_SAMPLE"
 MODEL_ENV = "CAPTIONER_SELFTEST_MODEL_DIR"
 MAX_WER = 0.3
 CAPTION_TIMEOUT = 120.0  # seconds; a 3.5 s clip takes a few on 2 cores
+ECHO_CHECK_FRAMES = 100  # 1 s of a tone, fed as reference and as its own echo
+ECHO_CHECK_MAX_LEFT = 0.1  # of its level, in the second half (AEC3 has converged)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +223,25 @@ def check_audio() -> Check:
     return Check("audio", True, f"{version}; devices: {counts}")
 
 
+def check_echo() -> Check:
+    """WebRTC's echo canceller (LiveKit's native library) loads and removes a tone fed
+    to it as both reference and echo."""
+    try:
+        import numpy as np
+
+        from captioner.audio.echo import FRAME_SAMPLES, LiveKitAec
+        aec = LiveKitAec()
+    except (ImportError, OSError, RuntimeError) as exc:
+        return Check("echo", False, f"the echo canceller cannot be loaded: {exc}")
+    t = np.arange(FRAME_SAMPLES * ECHO_CHECK_FRAMES) / 16_000
+    tone = (8000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16).reshape(-1, FRAME_SAMPLES)
+    out = np.concatenate([aec.process(frame, frame) for frame in tone])
+    tail = out[out.size // 2:].astype(np.float64)
+    left = float(np.sqrt(np.mean(tail ** 2)) / (8000 / np.sqrt(2)))
+    ok = left < ECHO_CHECK_MAX_LEFT
+    return Check("echo", ok, f"WebRTC AEC3 left {left:.1%} of a 1 s echo in its second half")
+
+
 def _headless() -> bool:
     if not sys.platform.startswith("linux"):
         return False
@@ -275,6 +296,7 @@ def collect(sample: Path, model_dir: str | None, emit: Callable[[Check], None]) 
     else:
         add(check_captions(sample, expected, model_dir, report.timings))
     add(check_audio())
+    add(check_echo())
     for check in check_qt():
         add(check)
     return report

@@ -32,7 +32,6 @@ import logging
 from typing import Protocol
 
 import numpy as np
-from livekit import rtc
 
 from captioner.audio.resample import TARGET_RATE
 
@@ -71,9 +70,15 @@ class LiveKitAec:
     """WebRTC AEC3 through LiveKit's ``AudioProcessingModule`` (echo cancellation only)."""
 
     def __init__(self) -> None:
+        # Imported here, not at the top: importing LiveKit takes over a second, and
+        # every start of the app and of `listen` imports this module.
+        from livekit import rtc
+
+        self._rtc = rtc
         self._apm = rtc.AudioProcessingModule(echo_cancellation=True)
 
     def process(self, mic: np.ndarray, reference: np.ndarray) -> np.ndarray:
+        rtc = self._rtc
         far = rtc.AudioFrame(bytearray(reference.tobytes()), TARGET_RATE, 1, FRAME_SAMPLES)
         self._apm.process_reverse_stream(far)
         near = rtc.AudioFrame(bytearray(mic.tobytes()), TARGET_RATE, 1, FRAME_SAMPLES)

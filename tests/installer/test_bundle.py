@@ -100,7 +100,7 @@ def test_unpacked_tarball_passes_self_test_offscreen(unpacked, tmp_path):
     proc = self_test(unpacked, tmp_path, QT_QPA_PLATFORM="offscreen")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = report_lines(proc.stdout)
-    assert set(lines) == {"sample", "model", "captions", "audio", "qt", "voice"}
+    assert set(lines) == {"sample", "model", "captions", "audio", "echo", "qt", "voice"}
     assert all(line.startswith("PASS") for line in lines.values()), proc.stdout
     assert str(unpacked) in lines["model"]  # the model inside the bundle, not the venv's
     assert "(bundle," in proc.stdout

@@ -44,7 +44,7 @@ def test_self_test_passes_from_a_checkout(tmp_path):
     proc = run_cli(tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     checks = lines_of(proc.stdout)
-    assert set(checks) == {"sample", "model", "captions", "audio", "qt", "voice"}
+    assert set(checks) == {"sample", "model", "captions", "audio", "echo", "qt", "voice"}
     assert all(line.startswith("PASS") for line in checks.values()), proc.stdout
     assert "(source," in proc.stdout.splitlines()[0]
     assert "caption-ready:" in proc.stdout
