@@ -48,10 +48,12 @@ SPEEX_PREPROCESS_SET_ECHO_STATE = 24
 PACKAGING = (
     # name, wheels (cp312), licence, upkeep
     ("livekit 1.2.1", "linux x86_64+arm64, win amd64+arm64, macOS x86_64+arm64 (all six)",
-     "Apache-2.0", "LiveKit Inc., release 2026-11, monthly; 12 MB wheel + protobuf"),
+     "Apache-2.0", "LiveKit Inc., release 2026-11, monthly; 12 MB wheel (28 MB native library) + "
+     "protobuf"),
     ("pywebrtc-audio 0.2.0", "linux x86_64+arm64, win amd64, macOS x86_64+arm64; "
      "no win arm64 (0.0.1 stub only)", "Apache-2.0",
-     "one small project, first real release 2026-09; 0.4 MB wheel, numpy only"),
+     "one small project, first real release 2026-09; 0.4 MB wheel (0.9 MB library), "
+     "numpy only"),
     ("aec-audio-processing 1.0.1", "win amd64 only; elsewhere an sdist that compiles "
      "WebRTC (meson/ninja): not done after 500 s on this 2-core machine, so not measured",
      "BSD-3-Clause", "one release, 2025-09"),
