@@ -29,6 +29,7 @@ silence at the start so every call returns as many bytes as it was given.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Protocol
 
 import numpy as np
@@ -121,12 +122,18 @@ class DelayEstimator:
 class EchoCanceller:
     """Mic chunks in with their system-audio reference, echo-free mic chunks out.
 
-    Satisfies the two-stream capture's ``MicFilter``. ``backend`` is made on
-    first use (default :class:`LiveKitAec`); pass one to test or compare.
+    Satisfies the two-stream capture's ``MicFilter``. The backend is made on
+    first use by ``make_backend`` (default :class:`LiveKitAec`); pass ``backend``
+    to test or compare. When it cannot be made (the native library missing or
+    refusing this machine), the mic passes through unchanged — captions go on,
+    with the text fallback alone — and :attr:`failure` says why (logged once).
     """
 
-    def __init__(self, backend: EchoBackend | None = None) -> None:
+    def __init__(self, backend: EchoBackend | None = None, *,
+                 make_backend: Callable[[], EchoBackend] = LiveKitAec) -> None:
         self._backend = backend
+        self._make_backend = make_backend
+        self.failure: str | None = None
         self._max_lag = _seconds_to_samples(MAX_ECHO_LAG_SECONDS)
         self._max_lead = _seconds_to_samples(MAX_ECHO_LEAD_SECONDS)
         self._target_lead = _seconds_to_samples(TARGET_LEAD_SECONDS)
@@ -176,8 +183,15 @@ class EchoCanceller:
                              "must be the same whole number of PCM16 samples")
         if not mic:
             return b""
+        if self.failure is not None:
+            return mic
         if self._backend is None:
-            self._backend = LiveKitAec()
+            try:
+                self._backend = self._make_backend()
+            except (ImportError, OSError, RuntimeError) as exc:
+                self.failure = f"echo cancellation is not available here: {exc}"
+                log.warning("! %s; the microphone goes uncancelled", self.failure)
+                return mic
         self._append(np.frombuffer(mic, "<i2"), np.frombuffer(reference, "<i2"))
         self._maybe_estimate()
         self._cancel_ready_frames()

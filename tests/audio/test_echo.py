@@ -92,3 +92,16 @@ def test_delay_estimator_abstains_without_echo():
     assert est.estimate(mic, ref.astype(np.float32)) is None
     with_echo = scene.mic[window].astype(np.float32)
     assert est.estimate(with_echo, ref.astype(np.float32)) == int(0.1 * SAMPLE_RATE)
+
+
+def test_a_canceller_that_cannot_load_passes_the_mic_through():
+    """No native library for this machine: captions go on, uncancelled, and say why."""
+    def missing():
+        raise ImportError("liblivekit_ffi.so: cannot open shared object file")
+
+    canceller = EchoCanceller(make_backend=missing)
+    scene = echo_scene(0.1, seconds=1.0)
+    mic, ref = scene.echo.tobytes(), scene.system.tobytes()
+    assert canceller.process(mic, ref) == mic
+    assert canceller.process(mic, ref) == mic
+    assert "not available" in canceller.failure and "liblivekit_ffi" in canceller.failure
