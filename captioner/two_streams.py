@@ -10,7 +10,10 @@ two concurrent sessions.
 Echo: without headphones the microphone also hears the others. Besides the
 audio filter in :class:`~captioner.audio.dual.DualCapture`, every finalized
 "You" line passes :attr:`TwoStreamCaptioner.mic_line_filter`, which sees the
-"Others" lines of the last ``RECENT_OTHERS_SECONDS`` and may drop or trim it
+"Others" lines of the last ``RECENT_OTHERS_SECONDS`` and may drop or trim it. A mic
+line that ends while the others are still mid-sentence is held until their line of
+that moment is final (at most ``HOLD_SECONDS`` of their audio), so the filter sees it
+whichever stream finished first
 (:func:`~captioner.transcript.echo_text.suppress_echo` unless echo cancellation is
 turned off).
 """
@@ -40,6 +43,10 @@ from captioner.transcript.echo_text import suppress_echo
 from captioner.transport.endpoint_url import parse_endpoint
 
 RECENT_OTHERS_SECONDS = 10.0  # audio time of "Others" lines a mic line is checked against
+# A mic line said while the others were still speaking waits for their line of that moment
+# (the echo it may repeat), at most this long in their audio.
+HOLD_SECONDS = 4.0
+CONCURRENT_SECONDS = 1.0  # others' live text starting this soon after a mic line overlaps it
 
 class TwoSources(Protocol):
     """Microphone and system audio as two chunk streams (live: DualCapture; a stereo
@@ -98,6 +105,8 @@ class TwoStreamCaptioner:
         self.on_status = on_status
         self._merge = SpeakerMerge()
         self._unconfirmed = ""  # the unconfirmed words of the last update passed on
+        self._held: collections.deque[CaptionLine] = collections.deque()  # mic lines waiting
+        self._others_pending: tuple[CaptionLine | None, str] = (None, "")  # their live text
         self.lines: list[CaptionLine] = []  # finalized lines shown, as they came
         self._recent: collections.deque[CaptionLine] = collections.deque()
         self._statuses: dict[str, SessionStatus] = {}
@@ -145,6 +154,7 @@ class TwoStreamCaptioner:
             self.session.stats.dropped_frames = self.source.dropped_chunks
             if self._own_engine:
                 await self.embedded.close()
+        self._pass_on(CaptionUpdate(tuple(self._release(force=True))))
         return in_time_order(self.lines)
 
     def stop(self) -> None:
@@ -155,19 +165,41 @@ class TwoStreamCaptioner:
     # --- merging ------------------------------------------------------------
 
     def _update(self, speaker: str, update: CaptionUpdate) -> None:
-        finalized = update.finalized
+        finalized: tuple[CaptionLine, ...] = ()
         if speaker == self.others:
+            finalized = update.finalized
             self._remember(finalized)
+            self._others_pending = (update.live, update.unconfirmed)
         else:
-            finalized = tuple(kept for line in finalized
-                              if (kept := self._filter_mic(line)) is not None)
-        self.lines.extend(finalized)
-        merged = self._merge.apply(speaker, CaptionUpdate(finalized, update.live,
-                                                          update.unconfirmed))
+            self._held.extend(update.finalized)
+        released = self._release()
+        if released:
+            finalized = tuple(sorted((*finalized, *released), key=lambda line: line.start))
+        self._pass_on(self._merge.apply(speaker, CaptionUpdate(finalized, update.live,
+                                                                update.unconfirmed)))
+
+    def _pass_on(self, merged: CaptionUpdate) -> None:
+        self.lines.extend(merged.finalized)
         cleared, self._unconfirmed = merged.unconfirmed != self._unconfirmed, merged.unconfirmed
         if self.on_update is not None and (merged.finalized or merged.live is not None
                                            or cleared):
             self.on_update(merged)
+
+    def _release(self, force: bool = False) -> list[CaptionLine]:
+        """Held mic lines whose moment the others have finished, through the filter."""
+        out = []
+        while self._held and (force or self._settled(self._held[0])):
+            kept = self._filter_mic(self._held.popleft())
+            if kept is not None:
+                out.append(kept)
+        return out
+
+    def _settled(self, line: CaptionLine) -> bool:
+        live, unconfirmed = self._others_pending
+        overlapping = bool(unconfirmed) or (
+            live is not None and live.start <= line.end + CONCURRENT_SECONDS)
+        waited = self.sessions[self.others].stats.audio_seconds - line.end
+        return not overlapping or waited >= HOLD_SECONDS
 
     def _filter_mic(self, line: CaptionLine) -> CaptionLine | None:
         if line.kind is not LineKind.SPEECH:

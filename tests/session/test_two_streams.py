@@ -19,9 +19,10 @@ import soundfile as sf
 from captioner.audio.capture import AudioCapture
 from captioner.audio.devices import AudioDevice
 from captioner.audio.dual import DualCapture, ReferenceBuffer
+from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.settings import Settings
 from captioner.transcript.echo_text import suppress_echo
-from captioner.two_streams import TwoStreamCaptioner, keep_line
+from captioner.two_streams import HOLD_SECONDS, TwoStreamCaptioner, keep_line
 from tests.audio.test_capture import Opener
 from tests.support.transcribers import RecordingFactory, ThreadedServer, tone_words_pcm
 
@@ -158,3 +159,49 @@ def test_the_echo_setting_turns_the_text_fallback_on_and_off():
                            AudioCapture("system", system=SYSTEM, opener=opener))
         captioner = TwoStreamCaptioner(settings, dual, endpoint="ws://127.0.0.1:9/v1/realtime")
         assert captioner.mic_line_filter is expected
+
+
+def held_captioner():
+    settings = Settings()
+    settings.audio.source, settings.audio.speakers = "both", True
+    shown = []
+    captioner = TwoStreamCaptioner(settings, DualCapture(None, None),
+                                   endpoint="ws://127.0.0.1:9", on_update=shown.append)
+    you, others = (captioner.sessions[name] for name in ("You", "Others"))
+    return captioner, you, others, shown
+
+
+def line(text, speaker, start, end, final=True):
+    return CaptionLine(text, start, end, final=final, speaker=speaker)
+
+
+def finals(shown):
+    return [(x.speaker, x.text) for update in shown for x in update.finalized]
+
+
+def test_an_echoed_mic_line_waits_for_the_others_line_and_is_dropped():
+    """The echo finalized on the mic first: held while the others are mid-sentence, then
+    checked against their line (the default text-level echo filter) and dropped."""
+    captioner, you, others, shown = held_captioner()
+    others.on_update(CaptionUpdate(live=line("ask not what your country", "Others", 0.5, 2.0,
+                                             final=False)))
+    you.on_update(CaptionUpdate((line("Ask not what your country can do", "You", 0.6, 2.6),)))
+    assert finals(shown) == []  # held, not shown
+    others.on_update(CaptionUpdate((line("Ask not what your country can do for you.",
+                                          "Others", 0.5, 3.0),)))
+    assert finals(shown) == [("Others", "Ask not what your country can do for you.")]
+    assert [x.speaker for x in captioner.lines] == ["Others"]
+
+
+def test_a_mic_line_is_not_held_while_the_others_are_quiet_and_at_most_hold_seconds():
+    _, you, others, shown = held_captioner()
+    you.on_update(CaptionUpdate((line("Good morning everyone.", "You", 0.0, 1.5),)))
+    assert finals(shown) == [("You", "Good morning everyone.")]
+    others.on_update(CaptionUpdate(live=line("so today we will", "Others", 2.0, 4.0,
+                                             final=False)))
+    you.on_update(CaptionUpdate((line("Sorry, one question first.", "You", 2.5, 3.5),)))
+    assert len(finals(shown)) == 1  # held: the others talk over it
+    others.stats.audio_seconds = 3.5 + HOLD_SECONDS
+    others.on_update(CaptionUpdate(live=line("so today we will look at", "Others", 2.0, 7.5,
+                                             final=False)))
+    assert finals(shown)[-1] == ("You", "Sorry, one question first.")  # waited long enough
