@@ -2,10 +2,11 @@ from pathlib import Path
 
 from PySide6.QtGui import QGuiApplication
 
+from captioner.realtime.captions import CaptionLine
 from captioner.transcript.journal import Journal, read_journal
 from captioner.ui.app import CaptionerApp
 from captioner.ui.history import HistoryWindow
-from tests.transcript.lines import LINES
+from tests.transcript.lines import CALL, LINES
 
 GOLDEN = Path(__file__).parents[1] / "transcript" / "golden"
 
@@ -70,3 +71,19 @@ def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path
     assert second.recover_journals() == []
     second.history.select_session(key)  # still listed as a past session
     assert len(second.history.shown_lines()) == 3
+
+
+def test_a_call_is_listed_in_spoken_order_with_names(qtbot, tmp_path):
+    """Two streams finalize out of order; the history shows the lines as they were said."""
+    window = HistoryWindow(tmp_path / "transcripts")
+    qtbot.addWidget(window)
+    for line in CALL:  # in the order finalized
+        window.append_line(line)
+    shown = [window.lines.item(i).text() for i in range(window.lines.count())]
+    assert shown == ["[00:00:00] Others: Can everyone hear me?",
+                     "[00:00:01] You: Yes, loud and clear.",
+                     "[00:00:03] Others: Great, then let us start with the budget for the next "
+                     "quarter, which is a long line.",
+                     "[00:00:09] You: Sounds good <to> me & the team."]
+    window.append_line(CaptionLine("Late to finalize.", 2.0, 2.5, speaker="You"))
+    assert window.lines.item(2).text() == "[00:00:02] You: Late to finalize."
