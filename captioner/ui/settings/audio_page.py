@@ -47,7 +47,7 @@ class AudioPage(Page):
         self.add_row(form, "source", "&Listen to:", self.source, "Audio source")
         self.mic_label = QLineEdit()
         self.mic_label.setMaxLength(MAX_LABEL_CHARS)
-        self.add_row(form, "mic_label", "Your "&Your name in captions:"name in captions:", self.mic_label,
+        self.add_row(form, "mic_label", "Your &name in captions:", self.mic_label,
                      "Name for the microphone's captions")
         self.system_label = QLineEdit()
         self.system_label.setMaxLength(MAX_LABEL_CHARS)
