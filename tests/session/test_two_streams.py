@@ -14,11 +14,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 
 from captioner.audio.capture import AudioCapture
 from captioner.audio.devices import AudioDevice
 from captioner.audio.dual import DualCapture, ReferenceBuffer
+from captioner.audio.errors import CaptureError
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.settings import Settings
 from captioner.transcript.echo_text import suppress_echo
@@ -205,3 +207,31 @@ def test_a_mic_line_is_not_held_while_the_others_are_quiet_and_at_most_hold_seco
     others.on_update(CaptionUpdate(live=line("so today we will look at", "Others", 2.0, 7.5,
                                              final=False)))
     assert finals(shown)[-1] == ("You", "Sorry, one question first.")  # waited long enough
+
+
+def test_a_device_that_dies_ends_both_streams_with_its_error():
+    """The system-audio device goes away mid-call: the run ends with the typed capture
+    error (the app shows it), and the microphone's session is stopped, not left running."""
+    settings = Settings()
+    settings.audio.source, settings.audio.speakers = "both", True
+
+    async def main(url):
+        opener = Opener()
+        mic = AudioCapture("mic", mic=MIC, opener=opener, stall_timeout=120)
+        system = AudioCapture("system", system=SYSTEM, opener=opener, stall_timeout=120)
+        captioner = TwoStreamCaptioner(settings, DualCapture(mic, system), endpoint=url)
+        task = asyncio.create_task(captioner.run())
+        while len(opener.streams) < 2 or not all(s.started for s in opener.streams.values()):
+            await asyncio.sleep(0.01)
+        for block in blocks(SILENCE):
+            opener.streams["mic"].on_block(block, False)
+            opener.streams["system"].on_block(block, False)
+        opener.streams["system"].on_end("the device was unplugged")
+        with pytest.raises(CaptureError, match="unplugged"):
+            await asyncio.wait_for(task, 30)
+        # nothing of the run is left running: neither session nor its pumps
+        return {t for t in asyncio.all_tasks() if not t.done()} - {asyncio.current_task()}
+
+    with ThreadedServer(RecordingFactory()) as server:
+        left = asyncio.run(asyncio.wait_for(main(server.url), 60))
+    assert left == set()
