@@ -21,9 +21,11 @@ from captioner.audio.capture import AudioCapture
 from captioner.audio.devices import AudioDevice
 from captioner.audio.dual import DualCapture, ReferenceBuffer
 from captioner.audio.errors import CaptureError
+from captioner.aws import KeyringCredentials
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.settings import Settings
 from captioner.transcript.echo_text import suppress_echo
+from captioner.transport.endpoint_url import EndpointSpec, format_endpoint
 from captioner.two_streams import HOLD_SECONDS, TwoStreamCaptioner, keep_line
 from tests.audio.test_capture import Opener
 from tests.support.transcribers import RecordingFactory, ThreadedServer, tone_words_pcm
@@ -67,53 +69,98 @@ class Recorder:
         return None if "echo" in line.text else line
 
 
-def test_mic_and_system_come_out_labelled_and_in_spoken_order():
-    # Others speak first, then You; then Others again while You are quiet.
-    system_pcm = (tone_words_pcm(["charlie", "delta"]) + SILENCE * 3
-                  + tone_words_pcm(["hotel", "india"]) + SILENCE * 2)
-    mic_pcm = (SILENCE + tone_words_pcm(["alpha", "bravo"]) + SILENCE * 2
-               + tone_words_pcm(["echo"]))
-    mic_pcm += b"\0" * (len(system_pcm) - len(mic_pcm))
+# Others speak first, then You; then Others again while You are quiet.
+SYSTEM_PCM = (tone_words_pcm(["charlie", "delta"]) + SILENCE * 3
+              + tone_words_pcm(["hotel", "india"]) + SILENCE * 2)
+MIC_PCM = SILENCE + tone_words_pcm(["alpha", "bravo"]) + SILENCE * 2 + tone_words_pcm(["echo"])
+MIC_PCM += b"\0" * (len(SYSTEM_PCM) - len(MIC_PCM))
+SPOKEN = [("Team", "charlie delta"), ("You", "alpha bravo"), ("Team", "hotel india")]
+
+
+def call_settings() -> Settings:
     settings = Settings()
     settings.audio.source, settings.audio.speakers = "both", True
     settings.audio.system_label = "Team"
-    updates = []
-    recorder = Recorder()
+    return settings
 
-    async def main(url):
+
+def speak_both(settings, endpoint, recorder, open_streams):
+    """Play the two sides of the call through a TwoStreamCaptioner on ``endpoint``; returns
+    (lines, updates, most streams the server had open at once as ``open_streams()`` saw)."""
+    updates, peak = [], 0
+
+    async def main():
+        nonlocal peak
         opener = Opener()
         mic = AudioCapture("mic", mic=MIC, opener=opener, chunk_bytes=2560,
                            buffer_seconds=30, stall_timeout=120)
         system = AudioCapture("system", system=SYSTEM, opener=opener, chunk_bytes=2560,
                            buffer_seconds=30, stall_timeout=120)
         dual = DualCapture(mic, system, mic_filter=recorder)
-        captioner = TwoStreamCaptioner(settings, dual, endpoint=url, on_update=updates.append,
+        captioner = TwoStreamCaptioner(settings, dual, endpoint=endpoint,
+                                       on_update=updates.append,
                                        mic_line_filter=recorder.lines)
         task = asyncio.create_task(captioner.run())
         while len(opener.streams) < 2 or not all(s.started for s in opener.streams.values()):
             await asyncio.sleep(0.01)
         feeders = [threading.Thread(target=play, args=(opener.streams[s], p))
-                   for s, p in (("mic", mic_pcm), ("system", system_pcm))]
+                   for s, p in (("mic", MIC_PCM), ("system", SYSTEM_PCM))]
         for feeder in feeders:
             feeder.start()
-        await asyncio.to_thread(lambda: [f.join() for f in feeders])
-        seconds = len(system_pcm) / 32_000 - 0.1  # the last chunk may wait for stop()
+        done = asyncio.ensure_future(asyncio.to_thread(lambda: [f.join() for f in feeders]))
+        while not done.done():  # watch the server while both sides talk
+            peak = max(peak, open_streams())
+            await asyncio.sleep(0.05)
+        seconds = len(SYSTEM_PCM) / 32_000 - 0.1  # the last chunk may wait for stop()
         while min(s.stats.audio_seconds for s in captioner.sessions.values()) < seconds:
             await asyncio.sleep(0.02)
         captioner.stop()
-        return await asyncio.wait_for(task, 30)
+        return await asyncio.wait_for(task, 60)
 
-    with ThreadedServer(RecordingFactory()) as server:
-        lines = asyncio.run(asyncio.wait_for(main(server.url), 60))
+    lines = asyncio.run(asyncio.wait_for(main(), 120))
+    return lines, updates, peak
 
+
+def assert_call_captioned(lines, updates, recorder):
     said = [(line.speaker, line.text) for line in lines]
-    expected = [("Team", "charlie delta"), ("You", "alpha bravo"), ("Team", "hotel india")]
-    assert said == expected, said
+    assert said == SPOKEN, said
     shown = [line for update in updates for line in update.finalized]
     assert {(line.speaker, line.text) for line in shown} == set(said)  # "echo" was dropped
     assert ["charlie delta"] in recorder.recent_seen  # the text seam saw what Others said
     reference = b"".join(recorder.references)
-    assert reference[:len(system_pcm) // 2] != b"\0" * (len(system_pcm) // 2)
+    assert reference[:len(SYSTEM_PCM) // 2] != b"\0" * (len(SYSTEM_PCM) // 2)
+
+
+def test_mic_and_system_come_out_labelled_and_in_spoken_order():
+    """Over a ws:// endpoint (the WebSocket connector): two sessions open at once."""
+    recorder = Recorder()
+    with ThreadedServer(RecordingFactory()) as server:
+        assert server.url.startswith("ws://")
+        lines, updates, peak = speak_both(call_settings(), server.url, recorder,
+                                          lambda: server.server._active)
+    assert peak == 2  # both streams open on the server at the same time
+    assert_call_captioned(lines, updates, recorder)
+
+
+def test_two_concurrent_sagemaker_streams_on_one_endpoint(fake_sagemaker, memory_keyring):
+    """The cloud path: the real SageMaker HTTP/2 SDK, keys from the (stand-in) OS keyring,
+    the local TLS SageMaker Runtime bridging each call to the local Realtime server. Two
+    bidirectional streams are open at once and both speakers come out labelled, in order."""
+    KeyringCredentials().store(fake_sagemaker.credentials.access_key_id,
+                               fake_sagemaker.credentials.secret_access_key)
+    settings = call_settings()
+    settings.aws.use_keyring = True
+    endpoint = format_endpoint(EndpointSpec(
+        "sagemaker", endpoint_name=fake_sagemaker.endpoint_name, region=fake_sagemaker.region,
+        endpoint_uri=fake_sagemaker.endpoint_uri))
+    recorder = Recorder()
+    with ThreadedServer(RecordingFactory()) as server:
+        fake_sagemaker.backend_url = server.url
+        lines, updates, backend_peak = speak_both(settings, endpoint, recorder,
+                                                  lambda: server.server._active)
+    assert fake_sagemaker.counters.peak_calls == 2  # two bidi streams at once
+    assert fake_sagemaker.counters.accepted == 2 and backend_peak == 2
+    assert_call_captioned(lines, updates, recorder)
 
 
 def test_reference_buffer_reads_silence_where_the_system_audio_is_missing():

@@ -80,6 +80,7 @@ class Counters:
     frames_to_backend: int = 0
     parts_to_client: int = 0
     bad_envelopes: int = 0
+    peak_calls: int = 0  # most bridged calls open at the same moment
 
 
 @dataclass
@@ -440,6 +441,7 @@ class _Call:
             return
         fake.counters.accepted += 1
         fake._calls.add(self)
+        fake.counters.peak_calls = max(fake.counters.peak_calls, len(fake._calls))
         self.connection.h2.send_headers(self.sid, [
             (":status", "200"),
             ("content-type", EVENT_STREAM),
