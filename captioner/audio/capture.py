@@ -16,10 +16,17 @@ silent. Mixing, PCM16 and chunking run on the loop, once per chunk (see
 bench/bench_pipeline.py; bench/bench_latency.py times every stage).
 
 ``both`` resamples each source on its own and mixes them in the 16 kHz domain,
-aligned by sample count. If one source lags more than ``max_lag_seconds``
-behind, the other goes on alone (the laggard counts as silence) and the same
-number of the laggard's late samples is skipped when they arrive, so the two
-stay aligned and a dead source never stalls the live one.
+aligned by sample count. The two streams rarely start together (Pulse can take
+half a second to wake an idle source), so the count only starts once both have
+delivered: until then the one that runs goes on alone (held back at most
+``max_lag_seconds``) and nothing is owed by the other. When the late one's
+first samples arrive, the two are lined up by their newest samples (both were
+captured about now); the late starter's own audio is never dropped for that (a
+first lump longer than what the other still holds is mixed in a little late
+instead). Once both run, if one lags more than ``max_lag_seconds`` behind (a
+stalled device), the other goes on alone (the laggard counts as silence) and the
+same number of the laggard's late samples is skipped when they arrive, so the
+two stay aligned and a dead source never stalls the live one.
 
 Failures end :meth:`AudioCapture.chunks` with :class:`CaptureError`: a stream
 that ends by itself, or one that delivers nothing for ``stall_timeout`` seconds.
@@ -114,6 +121,7 @@ class SampleFifo:
         self._data = np.zeros(capacity, dtype=np.float32)
         self._len = 0
         self.skip = 0  # samples owed: filled with silence earlier, drop on arrival
+        self.pushed = 0  # samples ever kept (0: the source has not delivered yet)
 
     def __len__(self) -> int:
         return self._len
@@ -126,12 +134,25 @@ class SampleFifo:
         n = samples.shape[0]
         if not n:
             return
-        if self._len + n > self._data.shape[0]:
-            grown = np.zeros(max(self._len + n, 2 * self._data.shape[0]), dtype=np.float32)
-            grown[:self._len] = self._data[:self._len]
-            self._data = grown
+        self._reserve(self._len + n)
         self._data[self._len:self._len + n] = samples
         self._len += n
+        self.pushed += n
+
+    def pad_front(self, n: int) -> None:
+        """Put ``n`` samples of silence before what the FIFO holds."""
+        if n <= 0:
+            return
+        self._reserve(self._len + n)
+        self._data[n:n + self._len] = self._data[:self._len].copy()
+        self._data[:n] = 0.0
+        self._len += n
+
+    def _reserve(self, size: int) -> None:
+        if size > self._data.shape[0]:
+            grown = np.zeros(max(size, 2 * self._data.shape[0]), dtype=np.float32)
+            grown[:self._len] = self._data[:self._len]
+            self._data = grown
 
     def peek(self, n: int) -> np.ndarray:
         """A view of the first ``n`` samples, valid until the next push/discard."""
@@ -284,6 +305,7 @@ class AudioCapture:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._closer: asyncio.Task[None] | None = None
+        self._aligned = False  # both sources delivered and lined up (see _align_start)
         self.dropped_chunks = 0
         self.level_dbfs = LEVEL_FLOOR_DBFS  # RMS of the latest chunk, for the level meter
 
@@ -445,6 +467,8 @@ class AudioCapture:
                 fifo.discard(n)
             return
         a, b = sources
+        if not self._aligned and a.fifo.pushed and b.fifo.pushed:
+            self._align_start(a, b)
         n = min(len(a.fifo), len(b.fifo))
         if n:
             self._emit_samples(a.fifo.peek(n) + b.fifo.peek(n))
@@ -456,9 +480,27 @@ class AudioCapture:
                 if not final:
                     log.debug("! %s lags %d samples behind; %s goes on alone", lag.role,
                               len(lead.fifo), lead.role)
-                lag.fifo.skip += excess
+                if self._aligned:  # a laggard that has not started yet owes nothing
+                    lag.fifo.skip += excess
                 self._emit_samples(lead.fifo.peek(excess))
                 lead.fifo.discard(excess)
+
+    def _align_start(self, a: _Source, b: _Source) -> None:
+        """Both sources have delivered: line them up by their newest samples.
+
+        Each FIFO ends with what its device captured last, i.e. about now, so
+        the shorter one gets silence in front until both end together: the late
+        starter comes in where it really began, and the early one's backlog
+        leaves at once instead of holding every later word back. A late
+        starter's first lump is never cut: if it reaches back before what the
+        other still holds, it is mixed in that much later instead.
+        """
+        self._aligned = True
+        short, long = (a, b) if len(a.fifo) <= len(b.fifo) else (b, a)
+        gap = len(long.fifo) - len(short.fifo)
+        short.fifo.pad_front(gap)
+        log.info("= both sources deliver; %s lined up %.2f s behind %s's first held sample",
+                 short.role, gap / TARGET_RATE, long.role)
 
     def _emit_samples(self, samples: np.ndarray, gain: float = 1.0) -> None:
         self._emit_many(self._chunker.feed(to_pcm16(samples, gain)))

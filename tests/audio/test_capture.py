@@ -151,24 +151,66 @@ def test_both_mixes_sources_with_gains_aligned_by_sample_count():
     run(main())
 
 
-def test_both_goes_on_alone_when_one_source_lags_and_realigns_later():
+def _both_16k(opener, **kwargs):
+    mic = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0)
+    system = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0)
+    return AudioCapture("both", mic=mic, system=system, chunk_bytes=2048,
+                        max_lag_seconds=0.1, opener=opener, **kwargs)  # 1600 samples
+
+
+def block(value, frames=1024):
+    return np.full((frames, 1), value, np.float32)
+
+
+def test_both_goes_on_alone_when_a_running_source_stalls_and_realigns_later():
     async def main():
         opener = Opener()
-        mic = AudioDevice(1, "Fake Mic", "mic", 1, 16_000.0)
-        system = AudioDevice(2, "Fake Monitor", "system", 1, 16_000.0)
-        cap = AudioCapture("both", mic=mic, system=system, chunk_bytes=2048,
-                           max_lag_seconds=0.1, opener=opener)  # 1600 samples
+        cap = _both_16k(opener)
         await cap.start()
-        opener.streams["system"].on_block(np.full((2624, 1), 0.3, np.float32), False)
+        system, mic = opener.streams["system"], opener.streams["mic"]
+        system.on_block(block(0.3), False)
+        mic.on_block(block(0.3), False)
+        (chunk,) = await collect(cap, 1)
+        np.testing.assert_allclose(pcm([chunk]), 0.6, atol=1e-4)
+        system.on_block(block(0.3, 2624), False)  # the mic stalls meanwhile
         (chunk,) = await collect(cap, 1)  # 1024 samples went out without the mic
         np.testing.assert_allclose(pcm([chunk]), 0.3, atol=1e-4)
-        # The mic's first 1024 samples cover time already sent: they are skipped.
-        late = np.concatenate([np.full(1024, 0.5), np.full(1600, -0.1)]).astype(np.float32)
-        opener.streams["mic"].on_block(late[:, None], False)
+        # The mic's backlog: its first 1024 samples cover time already sent, so they
+        # are skipped to keep the two aligned.
+        mic.on_block(np.concatenate([block(0.5), block(-0.1, 1600)]), False)
         (chunk,) = await collect(cap, 1)
         np.testing.assert_allclose(pcm([chunk]), 0.3 - 0.1, atol=1e-4)
         await cap.stop()
     run(main())
+
+
+def test_both_keeps_all_of_a_source_that_starts_late():
+    """Pulse may take half a second to start a source (an idle null sink's monitor):
+    the other runs alone meanwhile, but the late starter's audio is all mixed in,
+    lined up with what the other captured at the same time, and the other's
+    backlog leaves at once."""
+    async def main():
+        opener = Opener()
+        cap = _both_16k(opener)
+        await cap.start()
+        system, mic = opener.streams["system"], opener.streams["mic"]
+        system.on_block(block(0.3, 2624), False)  # the mic has not started yet
+        (alone,) = await collect(cap, 1)  # held back only max_lag, then alone
+        np.testing.assert_allclose(pcm([alone]), 0.3, atol=1e-4)
+        mic.on_block(block(0.5), False)  # its first block: captured just now
+        system.on_block(block(0.3), False)
+        (joined,) = await collect(cap, 1)
+        # the system's 1600 held samples: the mic's 1024 line up with their last ones
+        np.testing.assert_allclose(pcm([joined])[:576], 0.3, atol=1e-4)
+        np.testing.assert_allclose(pcm([joined])[576:], 0.3 + 0.5, atol=1e-4)
+        mic.on_block(block(-0.1), False)
+        await cap.stop()
+        rest = [c async for c in cap.chunks()]
+        return pcm([alone, joined, *rest])
+
+    got = run(main())
+    expected = np.concatenate([np.full(1600, 0.3), np.full(1024, 0.8), np.full(1024, 0.2)])
+    np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
 def test_stream_that_ends_by_itself_ends_the_iterator_with_capture_error():
