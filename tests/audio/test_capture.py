@@ -213,6 +213,23 @@ def test_both_keeps_all_of_a_source_that_starts_late():
     np.testing.assert_allclose(got, expected, atol=1e-4)
 
 
+def test_both_keeps_a_late_starters_first_lump_longer_than_the_other_holds():
+    """A late stream's first delivery may be a backlog reaching back before anything the
+    other still holds: it is mixed in (with silence), not cut to fit."""
+    async def main():
+        opener = Opener()
+        cap = _both_16k(opener)
+        await cap.start()
+        opener.streams["system"].on_block(block(0.3, 512), False)
+        opener.streams["mic"].on_block(block(0.5, 2048), False)
+        await cap.stop()
+        return pcm([c async for c in cap.chunks()])
+
+    got = run(main())
+    np.testing.assert_allclose(got, np.concatenate([np.full(1536, 0.5), np.full(512, 0.8)]),
+                               atol=1e-4)
+
+
 def test_stream_that_ends_by_itself_ends_the_iterator_with_capture_error():
     async def main():
         opener = Opener()
