@@ -126,13 +126,17 @@ class EchoCanceller:
     first use by ``make_backend`` (default :class:`LiveKitAec`); pass ``backend``
     to test or compare. When it cannot be made (the native library missing or
     refusing this machine), the mic passes through unchanged — captions go on,
-    with the text fallback alone — and :attr:`failure` says why (logged once).
+    with the text fallback alone — and :attr:`failure` says why (logged once, and
+    passed once to ``on_failure``, e.g. the app's notice line: the user needs to know
+    the others' words may now come through as theirs).
     """
 
     def __init__(self, backend: EchoBackend | None = None, *,
-                 make_backend: Callable[[], EchoBackend] = LiveKitAec) -> None:
+                 make_backend: Callable[[], EchoBackend] = LiveKitAec,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self._backend = backend
         self._make_backend = make_backend
+        self.on_failure = on_failure
         self.failure: str | None = None
         self._max_lag = _seconds_to_samples(MAX_ECHO_LAG_SECONDS)
         self._max_lead = _seconds_to_samples(MAX_ECHO_LEAD_SECONDS)
@@ -191,6 +195,8 @@ class EchoCanceller:
             except (ImportError, OSError, RuntimeError) as exc:
                 self.failure = f"echo cancellation is not available here: {exc}"
                 log.warning("! %s; the microphone goes uncancelled", self.failure)
+                if self.on_failure is not None:
+                    self.on_failure(self.failure)
                 return mic
         self._append(np.frombuffer(mic, "<i2"), np.frombuffer(reference, "<i2"))
         self._maybe_estimate()

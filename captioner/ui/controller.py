@@ -21,6 +21,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from captioner.audio.dual import DualCapture
+from captioner.audio.echo import EchoCanceller
 from captioner.audio.errors import AudioError
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
@@ -100,7 +101,7 @@ class CaptionController(QObject):
     update = Signal(object)  # CaptionUpdate
     status = Signal(object)  # CaptionStatus
     level = Signal(float)  # dBFS of the latest audio chunk
-    notice = Signal(str)  # non-fatal problems (journal), "" clears
+    notice = Signal(str)  # non-fatal problems (journal, echo canceller), "" clears
     running_changed = Signal(bool)
     journal_opened = Signal(object)  # Path of this run's journal
 
@@ -236,6 +237,8 @@ class CaptionController(QObject):
         except Exception as exc:  # PortAudio reports many things as plain errors
             log.exception("! opening the audio source")
             return self._fail(f"Audio source unavailable: {exc}")
+        if isinstance(self._source, DualCapture):
+            self._watch_echo(self._source, settings.audio)
         # Capture starts now, even while the model loads (seconds on a cold start): the
         # session keeps what is heard meanwhile (bounded, like an outage) and sends it
         # as soon as the engine is ready, so no word said after the user asked is lost.
@@ -288,6 +291,23 @@ class CaptionController(QObject):
     def _fail(self, reason: str) -> None:
         log.warning("! %s", reason)
         self._set(CaptionStatus("error", reason))
+
+    def _watch_echo(self, source: DualCapture, audio: AudioSettings) -> None:
+        """An echo canceller that cannot load leaves the mic uncancelled: say so once,
+        on the notice line, while the captions go on."""
+        canceller = source.mic_filter
+        if not isinstance(canceller, EchoCanceller):
+            return
+        you = audio.labels()[0]
+
+        def off(reason: str) -> None:
+            # what it means first (the strip is narrow; the tooltip shows it all), then why
+            self.notice.emit(f"Echo cancellation off, captions go on: without headphones "
+                             f"the others' words may also show as “{you}”. Why: {reason}.")
+
+        canceller.on_failure = off
+        if canceller.failure is not None:
+            off(canceller.failure)
 
     # --- journal ------------------------------------------------------------
 
