@@ -17,23 +17,30 @@ Each figure is measured in this process, beside the offline baseline:
   final word matched to the offline word timings, wall time from the word's end
   in the audio to its first appearance as live (tentative or committed) text, and
   to its commit. "first words": from the first word's start to the first text.
+- stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
+  decodes, beam final decodes, speech gate), per audio second, with call counts.
 - memory (optional): RSS before and after a long session of speech and pauses.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import contextlib
 import difflib
 import resource
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from captioner.engine import vad
 from captioner.engine.multilingual import EXTRA_HINT, WHISPER_MODELS, multilingual_installed
 from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber, word_key
 from captioner.engine.whisper import WhisperEngine
@@ -57,6 +64,69 @@ def offline(engine: WhisperEngine, clip: SpeechClip) -> tuple[str, float]:
     start = time.process_time()
     text = engine.transcribe(clip.samples(), beam_size=1)
     return text, time.process_time() - start
+
+
+class _Timed:
+    """Stands in for an object, adding the CPU time of chosen methods to ``stages``."""
+
+    def __init__(self, inner: Any, stages: collections.Counter, calls: collections.Counter,
+                 label: Callable[[str, dict[str, Any]], str | None]) -> None:
+        self._inner, self._stages, self._calls, self._label = inner, stages, calls, label
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if not callable(value):
+            return value
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            label = self._label(name, kwargs)
+            if label is None:
+                return value(*args, **kwargs)
+            start = time.process_time()
+            try:
+                return value(*args, **kwargs)
+            finally:
+                self._stages[label] += time.process_time() - start
+                self._calls[label] += 1
+        return timed
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__getattr__("__call__")(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def stage_clock(engine: WhisperEngine, stages: collections.Counter,
+                calls: collections.Counter) -> Iterator[None]:
+    """Count the CPU of the engine's stages while the block runs (whole process)."""
+    model = engine._model  # the bench looks inside on purpose
+
+    def ct2_stage(name: str, kwargs: dict[str, Any]) -> str | None:
+        if name == "encode":
+            return "encoder"
+        if name == "generate":
+            return "decoder, final (beam)" if kwargs.get("beam_size", 1) > 1 else \
+                "decoder, live (greedy)"
+        return None
+
+    saved = model.model, model.feature_extractor, vad.SileroGate.probabilities
+    gate = vad.SileroGate.probabilities
+
+    def timed_gate(self: vad.SileroGate, audio: np.ndarray) -> np.ndarray:
+        start = time.process_time()
+        try:
+            return gate(self, audio)
+        finally:
+            stages["speech gate"] += time.process_time() - start
+            calls["speech gate"] += 1
+
+    model.model = _Timed(model.model, stages, calls, ct2_stage)
+    model.feature_extractor = _Timed(model.feature_extractor, stages, calls,
+                                     lambda name, _kw: "features" if name == "__call__" else None)
+    vad.SileroGate.probabilities = timed_gate  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        model.model, model.feature_extractor, vad.SileroGate.probabilities = saved
 
 
 def fast(engine: WhisperEngine, pcm: bytes) -> Run:
@@ -172,6 +242,8 @@ def main() -> int:
     committed: list[float] = []
     firsts: list[float] = []
     varied = []
+    stages: collections.Counter = collections.Counter()
+    calls: collections.Counter = collections.Counter()
     print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
           "errors in words, CPU ms per audio s")
     for clip in clips:
@@ -180,7 +252,9 @@ def main() -> int:
         seconds += duration
         text, cpu = offline(engine, clip)
         runs = {"offline": (text, cpu)}
-        one, two = fast(engine, pcm), fast(engine, pcm)
+        with stage_clock(engine, stages, calls):
+            one = fast(engine, pcm)
+        two = fast(engine, pcm)
         runs["fast"] = (one.text, one.cpu)
         if one.text != two.text:
             varied.append((clip.name, one.text, two.text))
@@ -208,6 +282,11 @@ def main() -> int:
             continue
         print(f"{name:<8} WER {errs / words:6.1%} ({errs}/{words})   "
               f"CPU {used / seconds * 1000:5.0f} ms per audio s = {used / base_cpu:4.2f}× offline")
+    fast_cpu = totals["fast"][2]
+    print("fast-mode CPU by stage (ms per audio s): " + ", ".join(
+        f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
+        for name, used in stages.most_common())
+        + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
     if shown:
         print(f"paced word latency, first shown: median {pct(shown, 50):.2f} s, "
               f"p90 {pct(shown, 90):.2f} s; committed: median {pct(committed, 50):.2f} s, "

@@ -23,12 +23,15 @@ from tests.support.transcribers import ThreadedServer
 CHUNK = 4096  # 128 ms pushes, as the app sends them
 BYTES_PER_SECOND = 2 * SAMPLE_RATE
 # Streaming may be this much worse than offline, no more. The goal is one point
-# (bench/bench_engine.py prints it) and is not met yet: streaming is 3-4 points
-# worse on these clips, mostly word choices in short windows ("Farest", "time to
-# cease"); offline itself moves by up to two points from one process to the next
-# (CTranslate2's int8 kernels). The previous streaming design was 14+ points worse
-# (13 errors on the 22 words of jfk, 8 of them words lost), so this still guards it.
-WER_MARGIN = 0.045
+# (bench/bench_engine.py prints it). Measured on these clips (133 words): as fast
+# as possible +1 word (0.8 points), at the simulated slow pace +4 words (3.0
+# points), mostly word choices in shorter windows ("Farest", "time to cease");
+# offline itself moves by up to two points from one process to the next
+# (CTranslate2's int8 kernels), which is the room left above the measured figure.
+# The previous streaming design was 14+ points worse (13 errors on the 22 words of
+# jfk, 8 of them words lost).
+FAST_WER_MARGIN = 0.03
+PACED_WER_MARGIN = 0.045
 # Every trait of the set, in 65 s of audio (the 53 s readings are the benchmark's).
 TESTED = [clip(name) for name in ("sonnet_cut", "jfk", "jfk_cut", "jfk_phone")]
 
@@ -88,7 +91,7 @@ def compare(texts: dict[str, str], offline: dict[str, str], clips: list[SpeechCl
 def test_streaming_as_fast_as_possible_is_as_accurate_as_offline(streamed, offline) -> None:
     texts = {name: "".join(deltas) for name, deltas in streamed.items()}
     ours, theirs, detail = compare(texts, offline, TESTED)
-    assert ours <= theirs + WER_MARGIN, detail
+    assert ours <= theirs + FAST_WER_MARGIN, detail
     # Text arrived while audio was still coming, not only at the end.
     assert all(sum(map(len, deltas[:-1])) > len(deltas[-1]) for deltas in streamed.values())
 
@@ -100,7 +103,7 @@ def test_streaming_at_real_time_pace_is_as_accurate_as_offline(engine, offline) 
     ended = [c for c in TESTED if Trait.ENDS_MID_SENTENCE in c.traits]
     assert all(ends_with(texts[c.name], c.reference) for c in ended), texts
     ours, theirs, detail = compare(texts, offline, TESTED)
-    assert ours <= theirs + WER_MARGIN, detail
+    assert ours <= theirs + PACED_WER_MARGIN, detail
 
 
 def ends_with(text: str, reference: str) -> bool:
