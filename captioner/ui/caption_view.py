@@ -7,13 +7,15 @@ Unconfirmed words (a hypothesis the engine may still revise) are italic and dimm
 confirmed words look final wherever they are. After ``linger_seconds``
 without an update the text fades out (a QPropertyAnimation on ``fade``) and the
 finalized lines are dropped from the view (the history keeps them).
+
+This module decides which rows there are and which are on screen when (roll-up,
+reading time, fade); :mod:`captioner.ui.caption_rows` makes and paints one row.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from PySide6.QtCore import (
     Property,
@@ -26,30 +28,15 @@ from PySide6.QtCore import (
     QTimer,
     Signal,
 )
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontMetricsF,
-    QPainter,
-    QPainterPath,
-    QPaintEvent,
-    QPen,
-    QPixmap,
-)
+from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.realtime.rows import break_rows
 from captioner.settings import DEFAULT_MIC_LABEL, AppearanceSettings
-from captioner.ui.appearance import (
-    MAX_LINES,
-    caption_font,
-    clamp_lines,
-    clamp_row_chars,
-    colors,
-    palette,
-)
+from captioner.ui.appearance import MAX_LINES, clamp_lines, clamp_row_chars
+from captioner.ui.caption_rows import MARGIN, Row, RowPainter, make_row
 
 PADDING = 10
 FADE_MS = 700
@@ -57,20 +44,6 @@ KEEP_LINES = 50  # finalized lines held for re-layout after a resize
 MIN_ROW_SECONDS = 1.5  # a row seen on screen stays at least this long (reading time)
 MAX_HELD_ROWS = 4  # rows further up than this are never waited for
 KEEP_ROWS = 2 * MAX_LINES  # complete rows kept laid out (more than can be on screen)
-MARGIN = 6  # room for the outline around a cached row
-
-
-@dataclass
-class _Row:
-    path: QPainterPath  # finalized rows only (empty for the live row)
-    highlights: list[QRectF] = field(default_factory=list)
-    pixmap: QPixmap | None = None  # finalized rows: rendered once, then only blitted
-    text: str = ""
-    baseline: float = 0.0
-    live_from: int = 0  # offset in ``text`` where live (unconfirmed) words begin
-    first: int = 0  # index of its first word in the flow since the last re-layout
-    speaker: str | None = None  # two-stream mode: whose words (a row holds one speaker's)
-
 
 _NO_TAIL = object()  # no speech row is being filled: the next speech starts a row
 
@@ -92,10 +65,10 @@ class CaptionView(QWidget):
         self.unconfirmed = ""  # words after the live line that may still change
         self.live_speaker: str | None = None  # whose live and unconfirmed words (two streams)
         self._layout_key: tuple = ()
-        self._rows: list[tuple[_Row, LineKind]] = []
+        self._rows: list[tuple[Row, LineKind]] = []
         self._tail: list[str] = []
-        self._tail_rows: dict[tuple[str, ...], _Row] = {}
-        self._live_rows: list[tuple[_Row, LineKind]] | None = None
+        self._tail_rows: dict[tuple[str, ...], Row] = {}
+        self._live_rows: list[tuple[Row, LineKind]] | None = None
         self._tail_speaker: object = _NO_TAIL
         self.you = DEFAULT_MIC_LABEL  # two-stream mode: this speaker's rows get "You" colours
         self.layouts_made = 0  # finalized-line layouts computed (tests check no re-layout)
@@ -118,12 +91,12 @@ class CaptionView(QWidget):
 
     def apply_appearance(self, appearance: AppearanceSettings) -> None:
         self.appearance = appearance
-        self.font_final = caption_font(appearance)
-        self.font_live = caption_font(appearance, live=True)
-        self.metrics = QFontMetricsF(self.font_final)
-        self.metrics_live = QFontMetricsF(self.font_live)
-        self.text_color, self.background = colors(appearance)
-        self.palette_colors = palette(appearance)
+        self.row_painter = RowPainter(appearance, self.you)
+        style = self.row_painter  # the fonts and colours the layout measures with
+        self.font_final, self.font_live = style.font_final, style.font_live
+        self.metrics, self.metrics_live = style.metrics, style.metrics_live
+        self.text_color, self.background = style.text_color, style.background
+        self.palette_colors = style.palette_colors
         self.linger_timer.setInterval(max(1, int(appearance.linger_seconds * 1000)))
         self._invalidate()
         self.updateGeometry()
@@ -132,7 +105,7 @@ class CaptionView(QWidget):
     def set_you(self, name: str) -> None:
         """The microphone's speaker name (its rows get the "You" colour, others' the text's)."""
         if name != self.you:
-            self.you = name
+            self.you = self.row_painter.you = name
             self._invalidate()
             self.update()
 
@@ -251,12 +224,12 @@ class CaptionView(QWidget):
             self._reflow()
 
     def _reflow(self) -> None:
-        self._rows: list[tuple[_Row, LineKind]] = []  # complete finalized rows, oldest first
+        self._rows: list[tuple[Row, LineKind]] = []  # complete finalized rows, oldest first
         self._tail: list[str] = []  # finalized words of the speech row still being filled
         self._tail_first = 0  # index of the tail's first word in the flow
         self._tail_speaker = _NO_TAIL  # whose words the tail holds
         self._seen.clear()  # row identities start again
-        self._tail_rows: dict[tuple[object, ...], _Row] = {}
+        self._tail_rows: dict[tuple[object, ...], Row] = {}
         self._live_rows = None
         for line in self.finalized:
             self._add_final(line)
@@ -294,30 +267,16 @@ class CaptionView(QWidget):
             self._tail_first += len(row)
         del self._rows[:-KEEP_ROWS]
 
-    def _final_row(self, words: list[str], first: int, speaker: object = None) -> _Row:
+    def _final_row(self, words: list[str], first: int, speaker: object = None) -> Row:
         self.layouts_made += 1
         return self._make_row(words, len(words), first, speaker)
 
     def _make_row(self, words: list[str], final_words: int, first: int,
-                  speaker: object = None) -> _Row:
+                  speaker: object = None) -> Row:
         """A row of ``words`` starting at word ``first``; ``final_words`` are finalized."""
-        text = " ".join(words)
-        live_from = len(" ".join(words[:final_words]))
-        if 0 < final_words < len(words):
-            live_from += 1  # the space before the first live word
-        metrics = self.metrics
-        path = QPainterPath()  # its bounding box sizes a finalized row's pixmap
-        if live_from >= len(text):
-            path.addRect(QRectF(0, 0, metrics.horizontalAdvance(text), metrics.height()))
-        rects = []
-        for m in self.matcher.find(text):
-            x0 = metrics.horizontalAdvance(text[: m.start])
-            x1 = metrics.horizontalAdvance(text[: m.end])
-            rects.append(QRectF(x0 - 3, 0, x1 - x0 + 6, metrics.lineSpacing()))
-        return _Row(path, rects, text=text, baseline=metrics.ascent(), live_from=live_from,
-                    first=first, speaker=speaker if isinstance(speaker, str) else None)
+        return make_row(words, final_words, first, speaker, self.metrics, self.matcher)
 
-    def _current_rows(self) -> list[tuple[_Row, LineKind]]:
+    def _current_rows(self) -> list[tuple[Row, LineKind]]:
         """The rows after the complete ones: the tail of finalized words, the live line's
         (confirmed) words, then the unconfirmed ones."""
         if self._live_rows is not None:
@@ -388,85 +347,9 @@ class CaptionView(QWidget):
 
     # --- painting -----------------------------------------------------------
 
-    def _outline_pen(self) -> QPen:
-        width = max(2.0, self.font_final.pointSizeF() / 9)
-        pen = QPen(QColor(self.background.rgb()), width)
-        pen.setJoinStyle(Qt.PenJoinStyle.RoundJoin)
-        return pen
-
-    def _segments(self, row: _Row, kind: LineKind) -> list[tuple[str, float, QFont, str]]:
-        """(text, x, font, colour) runs of a row: finalized words, then live ones."""
-        text, live = self.row_colours(row)
-        runs = []
-        if row.live_from > 0:
-            colour = live if kind is LineKind.GAP else text
-            runs.append((row.text[: row.live_from], 0.0, self.font_final, colour))
-        if row.live_from < len(row.text):
-            x = self.metrics.horizontalAdvance(row.text[: row.live_from])
-            runs.append((row.text[row.live_from :], x, self.font_live, live))
-        return runs
-
-    def row_colours(self, row: _Row) -> tuple[str, str]:
+    def row_colours(self, row: Row) -> tuple[str, str]:
         """(finalized, live) text colours of a row: its speaker's in two-stream mode."""
-        colours = self.palette_colors
-        if row.speaker is None:
-            return colours.text, colours.live
-        index = 0 if row.speaker == self.you else 1
-        return colours.speakers[index], colours.speakers_live[index]
-
-    def _draw_row(self, painter: QPainter, row: _Row, kind: LineKind) -> None:
-        runs = self._segments(row, kind)
-        for text, x, font, colour in runs:
-            self._draw_text(painter, text, QPointF(x, row.baseline), QColor(colour), font)
-        for rect in row.highlights:
-            # inverse video: the word in the background colour on a highlight 7:1 off it
-            painter.save()
-            painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(self.palette_colors.alert))
-            painter.drawRoundedRect(rect, 4, 4)
-            painter.setClipRect(rect)
-            painter.setPen(QColor(self.palette_colors.alert_text))
-            for text, x, font, _ in runs:
-                painter.setFont(font)
-                painter.drawText(QPointF(x, row.baseline), text)
-            painter.restore()
-
-    def _draw_text(self, painter: QPainter, text: str, at: QPointF, color: QColor,
-                   font: QFont) -> None:
-        """Cached glyphs, with the outline as offset copies of the text.
-
-        Stroking a glyph path costs ~10 ms per row at large sizes; eight offset
-        copies of the text in the outline colour look the same and cost a fraction.
-        """
-        painter.setFont(font)
-        if self.appearance.outline:
-            w = self._outline_pen().widthF() / 2
-            painter.setPen(QColor(self.background.rgb()))
-            for dx, dy in ((-w, 0), (w, 0), (0, -w), (0, w),
-                           (-w * 0.7, -w * 0.7), (w * 0.7, -w * 0.7),
-                           (-w * 0.7, w * 0.7), (w * 0.7, w * 0.7)):
-                painter.drawText(at + QPointF(dx, dy), text)
-        painter.setPen(color)
-        painter.drawText(at, text)
-
-    def _row_pixmap(self, row: _Row, kind: LineKind) -> QPixmap:
-        """A finalized row rendered once (outline stroking is the expensive part)."""
-        if row.pixmap is None:
-            ratio = self.devicePixelRatioF()
-            box = row.path.boundingRect().united(QRectF(0, 0, 1, self.line_height))
-            for rect in row.highlights:
-                box = box.united(rect)
-            width, height = box.right() + 2 * MARGIN, box.bottom() + 2 * MARGIN
-            pix = QPixmap(int(width * ratio) + 1, int(height * ratio) + 1)
-            pix.setDevicePixelRatio(ratio)
-            pix.fill(Qt.GlobalColor.transparent)
-            p = QPainter(pix)
-            p.setRenderHint(QPainter.RenderHint.Antialiasing)
-            p.translate(MARGIN, MARGIN)
-            self._draw_row(p, row, kind)
-            p.end()
-            row.pixmap = pix
-        return row.pixmap
+        return self.row_painter.row_colours(row)
 
     def paintEvent(self, event: QPaintEvent) -> None:
         painter = QPainter(self)
@@ -483,11 +366,12 @@ class CaptionView(QWidget):
                 if live:
                     painter.save()
                     painter.translate(PADDING, y)
-                    self._draw_row(painter, row, kind)
+                    self.row_painter.draw_row(painter, row, kind)
                     painter.restore()
                 else:
-                    painter.drawPixmap(QPointF(PADDING - MARGIN, y - MARGIN),
-                                       self._row_pixmap(row, kind))
+                    pixmap = self.row_painter.row_pixmap(row, kind, self.line_height,
+                                                         self.devicePixelRatioF())
+                    painter.drawPixmap(QPointF(PADDING - MARGIN, y - MARGIN), pixmap)
                 y += self.line_height
         painter.end()
         self.painted.emit()
