@@ -73,7 +73,7 @@ def test_listen_cli_with_embedded_engine_prints_the_words(pulse, speech, tmp_pat
     reader.start()
     try:
         deadline = time.monotonic() + 30
-        while not pulse.pactl("list", "short", "source-outputs").strip():
+        while not pulse.recordings_of(proc.pid):
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "listen never opened the monitor"
             time.sleep(0.1)

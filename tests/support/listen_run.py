@@ -42,7 +42,7 @@ def run_listen(pulse: PulseSetup, microphone: str, tmp_path: Path,
     reader.start()
     try:
         deadline = time.monotonic() + START_TIMEOUT
-        while len(pulse.pactl("list", "short", "source-outputs").splitlines()) < 2:
+        while pulse.recordings_of(proc.pid) < 2:
             assert proc.poll() is None, proc.stderr.read()
             assert time.monotonic() < deadline, "listen never opened both sources"
             time.sleep(0.1)

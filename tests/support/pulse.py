@@ -156,6 +156,11 @@ class PulseSetup:
     def pactl(self, *args: str) -> str:
         return self.daemon.pactl(*args)
 
+    def recordings_of(self, pid: int) -> int:
+        """How many capture streams process ``pid`` has open. (Counting all source outputs
+        would also count the remapped microphones' own streams from their masters.)"""
+        return self.pactl("list", "source-outputs").count(f'application.process.id = "{pid}"')
+
 
 @pytest.fixture(scope="session")
 def pulse() -> Iterator[PulseSetup]:
