@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Protocol
 
+from captioner.aiotasks import cancel_and_wait
 from captioner.audio.capture import AudioCapture
 from captioner.audio.dual import DualCapture
 from captioner.captioning import (
@@ -142,10 +142,7 @@ class TwoStreamCaptioner:
             done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
             failed = [t for t in done if t.exception() is not None]
             if failed:
-                for task in pending:
-                    task.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await task
+                await cancel_and_wait(pending)
                 raise failed[0].exception()  # type: ignore[misc]
         finally:
             for task in tasks:
