@@ -1,7 +1,8 @@
 """Streaming captions from a non-streaming recogniser: utterances, a forced prefix, agreement.
 
 Whisper transcribes a finished clip, not a stream. The policy here, and why
-(figures: ``bench/bench_engine.py`` on real speech, README's table):
+(figures: ``bench/bench_engine.py`` on real speech, README's table; what a decode
+costs and the alternatives measured: docs/streaming-engine.md):
 
 - **Utterances from the speech gate.** Audio is cut only where the speech
   detector hears a pause, never at a guessed word time, so no word is heard
