@@ -15,17 +15,25 @@ costs and the alternatives measured: docs/streaming-engine.md):
   as in ``whisper_streaming``) dropped a repeated phrase at a seam ("we were
   all going direct" said twice), doubled a sentence when paced and lost the
   last words at the final commit.
-- **Agreement with a forced prefix.** While an utterance goes on, it is
-  re-decoded every ``interval`` seconds of new audio; the words on which two
-  consecutive hypotheses agree are committed (LocalAgreement-2, Macháček et
-  al.). Committed words of the utterance are handed to the next decode as the
-  start of its answer (a forced prefix, as in SimulStreaming), so the new
-  hypothesis starts exactly where the committed text ends: no time-based
-  de-duplication, nothing to drop or repeat.
+- **Live agreement with a forced prefix.** While an utterance goes on, it is
+  re-decoded every ``interval`` seconds of new audio (greedy); the words on
+  which two consecutive hypotheses agree (LocalAgreement-2, Macháček et al.)
+  are handed to the next decode as the start of its answer (a forced prefix,
+  as in SimulStreaming), so the live text grows steadily instead of flickering.
+- **Commits from the final decode.** Live words are shown, not committed: when
+  the utterance ends, one decode hears all of it with beam search and its
+  reading is committed. Early agreements are made on little audio, and paced
+  tiny.en agreed on "And so am I fellow" for "And so, my fellow"; committing
+  them made real-time pacing 3–5 points worse than as-fast-as-possible. A
+  final that leaves out a run of the agreed words (a skip: Whisper drops a
+  phrase that repeats the end of its prompt) or stops before the live text's
+  end is decoded again after the agreed words, as the live text was, so no
+  word shown is lost.
 - **A bounded window.** An utterance longer than ``max_window`` without a
   pause is cut at the quietest point between the last decode's end (every
-  committed word was heard by then) and now; the part before the cut gets a
-  final decode. Decode cost never grows with the length of a talk.
+  agreed word was heard by then) and now; the part before the cut gets a
+  final decode (the cut also bounds how long a word stays live). Decode cost
+  never grows with the length of a talk.
 - **Cost-aware interval.** Decoding a longer window costs more, so the interval
   grows with the window (``interval + interval_per_second × window``).
   Everything is counted in audio time, so the same input pushed in the same
@@ -34,8 +42,8 @@ costs and the alternatives measured: docs/streaming-engine.md):
   decodes once for it, plus a final for every utterance it completes.
 - ``finish()`` always decodes what is left and commits all of it.
 
-Between commits the last hypothesis beyond the committed text is ``tentative``:
-live text that later decodes may revise; committed text never changes.
+Until the utterance's final decode, its words are ``tentative``: live text that
+later decodes may revise; committed text never changes.
 
 Sans-I/O and model-agnostic: a ``Decoder`` callable turns (audio, context,
 prefix, final) into words and an optional ``SpeechDetector`` scores 32 ms
@@ -44,6 +52,7 @@ windows; tests pass scripted fakes for both.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -55,13 +64,14 @@ log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16_000
 _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
+_RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
 """(16 kHz mono float32 audio, context, prefix, final) → the words heard after ``prefix``.
 
-``context`` is committed text said before the audio; ``prefix`` is committed
+``context`` is committed text said before the audio; ``prefix`` is agreed
 text said inside it, which the decoder must take as the start of its answer.
 Words keep their leading space (" world"). ``final`` marks the last decode of
 an utterance (its words are committed without a second opinion).
@@ -119,8 +129,8 @@ class StreamingTranscriber:
         self._seam = 0  # stream sample where the window starts (a multiple of _step)
         self._unscored = 0  # samples at the end not yet scored (no detector)
         self._odd = b""  # half a sample split across pushes
-        self._carried: list[str] = []  # committed words heard inside the window
-        self._tentative: list[str] = []  # last hypothesis beyond the committed words
+        self._carried: list[str] = []  # agreed (live) words heard inside the window
+        self._tentative: list[str] = []  # last hypothesis beyond the agreed words
         self._decoded_at = -1  # window length (samples) at the last decode; -1: none yet
         self._context = ""  # committed text before the window (recent part)
         self._emitted_chars = 0
@@ -166,7 +176,7 @@ class StreamingTranscriber:
     @property
     def tentative(self) -> str:
         """Live text after the committed text: may still change, or vanish."""
-        text = "".join(self._tentative)
+        text = "".join(self._carried + self._tentative)
         return text if self._started else text.lstrip()
 
     @property
@@ -257,10 +267,12 @@ class StreamingTranscriber:
         interval = opts.interval + opts.interval_per_second * window
         return (len(self._audio) - self._decoded_at) / SAMPLE_RATE >= interval
 
-    def _run(self, audio: np.ndarray, prefix: list[str], final: bool) -> list[str]:
+    def _run(self, audio: np.ndarray, prefix: list[str], final: bool,
+             context: str | None = None) -> list[str]:
         self.decodes += 1
         self.decoded_seconds += len(audio) / SAMPLE_RATE
-        words = list(self._decode(audio, self._context, "".join(prefix), final))
+        context = self._context if context is None else context
+        words = list(self._decode(audio, context, "".join(prefix), final))
         if log.isEnabledFor(logging.DEBUG):
             start = self._seam / SAMPLE_RATE
             log.debug("= decode %.2f–%.2f s%s after %r: %r", start,
@@ -269,19 +281,13 @@ class StreamingTranscriber:
         return words
 
     def _update(self) -> list[str]:
-        """Re-decode the window; commit what two hypotheses in a row agree on."""
+        """Re-decode the window; carry what two hypotheses in a row agree on."""
         committed: list[str] = []
         if self.window_seconds > self.options.max_window:
             committed += self._cut()
         self._decoded_at = len(self._audio)
         words = self._run(self._audio.view(), self._carried, final=False)
-        agree = 0
-        for old, new in zip(self._tentative, words, strict=False):
-            if word_key(old) != word_key(new):
-                break
-            agree += 1
-        agree = max(0, min(agree, len(words) - self.options.holdback))
-        committed += words[:agree]
+        agree = max(0, min(_agreed(self._tentative, words), len(words) - self.options.holdback))
         self._carried += words[:agree]
         self._tentative = words[agree:]
         return committed
@@ -289,35 +295,65 @@ class StreamingTranscriber:
     def _finalize(self, end: int) -> list[str]:
         """The utterance ended at window sample ``end``: decode it once more, commit all.
 
+        The final decode hears the whole utterance at once, with beam search,
+        so it is a better reading than what the live decodes agreed on early
+        with less audio ("am I fellow" for "my fellow"), and it is committed as
+        it is — unless it leaves out or adds a run of the agreed words (a
+        decoder that skipped its first words or looped). Then the utterance is
+        decoded again from the agreed words on, as the live text was.
+
         A final answer shorter than the live text of a decode that heard
         nearly the same speech (at most ``_SAME_AUDIO`` less, nothing more) is
         a decoder that stopped early, not a better reading: the live text is
         kept then, so words already shown are not lost (unless the live text
-        says something twice in a row, or starts by saying again the committed
+        says something twice in a row, or starts by saying again the agreed
         words just before it — the signs of a loop the final avoided: "One." came
-        out "1 1" when the live " 1" repeating the committed " 1" was kept).
+        out "1 1" when the live " 1" repeating the agreed " 1" was kept).
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
-            words = self._run(self._audio.view()[:end], self._carried, final=True)
-            last = self._decoded_at
-            same = last >= end - _SAME_AUDIO * SAMPLE_RATE and self._speech_in(end, last) == 0
-            if (same and len(self._tentative) > len(words) and not _repeats(self._tentative)
+            audio = self._audio.view()[:end]
+            live = self._carried + self._tentative
+            words = self._run(audio, [], final=True)
+            if _resumes(self._context, words):
+                bare = self._run(audio, [], final=True, context="")
+                if len(bare) > len(words) and _agreed(bare[::-1], words[::-1]) >= 2:
+                    log.debug("= final %r picks up the prompt's last words: %r heard "
+                              "without the prompt", "".join(words), "".join(bare))
+                    words = bare
+            if self._carried and (not _keeps(self._carried, words)
+                                  or self._stopped_early(words, live, end)):
+                log.debug("= final %r against the agreed %r: decoded after them",
+                          "".join(words), "".join(self._carried))
+                words = self._carried + self._run(audio, self._carried, final=True)
+            if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
                     and not _echoes(self._carried, self._tentative)):
                 log.debug("= final %r shorter than live %r: kept the live text",
-                          "".join(words), "".join(self._tentative))
-                words = self._tentative
-        self._remember(self._carried + words)
+                          "".join(words), "".join(live))
+                words = live
+        self._remember(words)
         self._carried, self._tentative = [], []
         self._move_seam(end)
         self._decoded_at = -1
         return words
 
+    def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int) -> bool:
+        """Whether ``final`` lacks words at the end of the live text of a decode
+        that heard the same speech."""
+        last = self._decoded_at
+        if last < end - _SAME_AUDIO * SAMPLE_RATE or self._speech_in(end, last) > 0:
+            return False
+        a = [word_key(w) for w in live]
+        b = [word_key(w) for w in final]
+        ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+        op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
+        return op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
+
     def _cut(self) -> list[str]:
         """A window outgrew ``max_window`` without a pause: finalize its first part.
 
         The cut goes at the quietest point between the last decode's end and
-        ``min_cut_age`` before now. Committed words were all heard by the last
+        ``min_cut_age`` before now. Agreed words were all heard by the last
         decode, so they lie before the cut; the final decode of the part
         before it adds the words up to the cut, and the window restarts there
         with nothing heard twice. (Cutting at the pauses Whisper marks with
@@ -354,6 +390,54 @@ class StreamingTranscriber:
             self._started = bool(text)
         self._emitted_chars += len(text)
         return text
+
+
+def _resumes(context: str, words: Sequence[str]) -> bool:
+    """Whether ``words`` start with a phrase the end of ``context`` has already said.
+
+    When speech says a phrase again ("ask not what your country can do for you,
+    ask what you can do for your country"), Whisper given the first saying as
+    its prompt may take it for said and skip ahead to where the repeat goes on
+    ("can do for your country").
+    """
+    head = [word_key(w) for w in words[:2]]
+    said = [word_key(w) for w in context.split()[-_RESUME_WORDS:]]
+    return len(head) == 2 and any(said[i : i + 2] == head for i in range(len(said) - 1))
+
+
+def _agreed(old: Sequence[str], new: Sequence[str]) -> int:
+    """How many words two hypotheses share from their start."""
+    count = 0
+    for a, b in zip(old, new, strict=False):
+        if word_key(a) != word_key(b):
+            break
+        count += 1
+    return count
+
+
+def _keeps(agreed: Sequence[str], final: Sequence[str]) -> bool:
+    """Whether ``final`` says the agreed words, up to single words read differently.
+
+    Two or more agreed words missing in a row (not read as other words) is a
+    final that skipped speech;
+    three or more words added among them that the final also says elsewhere
+    is a final that looped. (Words added that it says nowhere else are speech
+    the live decodes skipped.)
+    """
+    if not agreed:
+        return True
+    a = [word_key(w) for w in agreed]
+    b = [word_key(w) for w in final]
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "delete" and a2 - a1 >= 2:
+            return False
+        added = b[b1:b2]
+        if op != "delete" and len(added) - (a2 - a1) >= 3 and a1 < len(a):
+            rest = [*b[:b1], "|", *b[b2:]]
+            if any(rest[i : i + 2] == added[:2] for i in range(len(rest) - 1)):
+                return False
+    return True
 
 
 def _repeats(words: Sequence[str]) -> bool:

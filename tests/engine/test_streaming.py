@@ -129,14 +129,60 @@ def test_utterances_are_transcribed_exactly_once_and_append_only() -> None:
     assert finals[2][0] > truth[16].end and "lazy dog" in finals[2][2]
 
 
-def test_words_are_committed_while_the_utterance_goes_on() -> None:
-    truth = words("one two three four five six seven eight nine ten", step=0.5)
-    transcriber, _ = make(truth)
+def test_agreed_words_stay_live_until_the_utterance_ends() -> None:
+    truth = script("one two three four five six seven eight nine ten", step=0.5)
+    transcriber, speech = make(truth)
     early = "".join(feed(transcriber, truth[6].end))
-    assert early and rendered(truth).startswith(early)  # before any pause
-    assert transcriber.tentative  # the rest is shown as live text
-    assert "".join(feed(transcriber, truth[-1].end - truth[6].end + 2.0))
+    assert early == ""  # nothing is committed before the pause …
+    assert transcriber.tentative.startswith("one two three four")  # … but it is shown
+    assert any(prefix for *_, prefix, final in speech.calls if not final)  # and agreed
+    text = "".join(feed(transcriber, truth[-1].end - truth[6].end + 1.5))
+    assert text == rendered(truth) and transcriber.tentative == ""
     assert transcriber.finish() == ""
+
+
+def scripted(live: list[str], final: Callable[[str], list[str]]
+             ) -> Callable[[np.ndarray, str, str, bool], list[str]]:
+    """A decoder whose live decodes always hear ``live`` (words after the prefix) and
+    whose final decodes answer ``final(prefix)``."""
+    def decoder(audio: np.ndarray, context: str, prefix: str, final_decode: bool) -> list[str]:
+        if final_decode:
+            return final(prefix)
+        return live[len(prefix.split()):]
+    return decoder
+
+
+def run_one_utterance(decoder: Callable[[np.ndarray, str, str, bool], list[str]]) -> str:
+    speaking = lambda t: 0.2 <= t <= 3.0  # noqa: E731 - one utterance, then silence
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    return "".join(feed(transcriber, 5.0)) + transcriber.finish()
+
+
+def test_the_final_decode_corrects_what_live_decodes_agreed_on_early() -> None:
+    """Paced tiny.en: two live decodes of "And so, my fellow Americans" agreed on
+    "And so am I fellow"; the final decode, hearing the whole utterance with beam
+    search, reads it right, and its reading is what is committed."""
+    live = [" And", " so", " am", " I", " fellow", " Americans."]
+    right = [" And", " so,", " my", " fellow", " Americans."]
+    text = run_one_utterance(scripted(live, lambda prefix: right if not prefix else []))
+    assert text == "And so, my fellow Americans."
+
+
+def test_a_final_that_skips_agreed_words_is_decoded_again_after_them() -> None:
+    """A final that leaves out words two live decodes agreed on skipped speech (a
+    prompt that ends with the same phrase makes Whisper do that): the utterance is
+    decoded again from the agreed words on, so none is lost."""
+    live = [" ask", " what", " you", " can", " do", " for", " your", " country."]
+    calls: list[str] = []
+
+    def final(prefix: str) -> list[str]:
+        calls.append(prefix)
+        skipped = [" can", " do", " for", " your", " country."]
+        return skipped if not prefix else live[len(prefix.split()):]
+
+    text = run_one_utterance(scripted(live, final))
+    assert text == "ask what you can do for your country."
+    assert calls[0] == "" and calls[1].startswith(" ask what you")
 
 
 def test_tentative_text_comes_first_and_commits_never_change() -> None:
@@ -253,3 +299,26 @@ def test_live_text_that_loops_over_the_committed_word_is_not_committed_again() -
     transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), options)
     out = feed(transcriber, 3.0)
     assert [word_key(w) for w in "".join([*out, transcriber.finish()]).split()] == ["1"]
+
+
+def test_a_final_that_resumes_the_prompt_is_heard_again_without_it() -> None:
+    """JFK's "…what your country can do for you, ask what you can do for your
+    country": given the first half as its prompt, tiny.en read the second as
+    " can do for your country." (it took "ask what you" for said). The final is
+    decoded again without the prompt, and the longer reading that ends the same
+    way is kept."""
+    context_calls: list[str] = []
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if final:
+            context_calls.append(context)
+        skipped = [" can", " do", " for", " your", " country."]
+        said = [" ask", " what", " you", *skipped]
+        return (skipped if context else said)[len(prefix.split()):]
+
+    speaking = lambda t: 0.2 <= t <= 1.8 or 3.0 <= t <= 5.0  # noqa: E731 - two utterances
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    text = "".join(feed(transcriber, 7.0)) + transcriber.finish()
+    # The first utterance has no prompt; the second resumes it and is heard again.
+    assert text == "ask what you can do for your country. ask what you can do for your country."
+    assert context_calls[-1] == "" and context_calls[-2].endswith("your country.")

@@ -23,15 +23,15 @@ from tests.support.transcribers import ThreadedServer
 CHUNK = 4096  # 128 ms pushes, as the app sends them
 BYTES_PER_SECOND = 2 * SAMPLE_RATE
 # Streaming may be this much worse than offline, no more. The goal is one point
-# (bench/bench_engine.py prints it). Measured on these clips (133 words): as fast
-# as possible +1 word (0.8 points), at the simulated slow pace +4 words (3.0
-# points), mostly word choices in shorter windows ("Farest", "time to cease");
-# offline itself moves by up to two points from one process to the next
-# (CTranslate2's int8 kernels), which is the room left above the measured figure.
-# The previous streaming design was 14+ points worse (13 errors on the 22 words of
-# jfk, 8 of them words lost).
-FAST_WER_MARGIN = 0.03
-PACED_WER_MARGIN = 0.045
+# (bench/bench_engine.py prints it on the whole set: +0.6 as fast as possible, +0.6
+# to +1.5 paced, from run to run). Measured on these clips (133 words): as fast as
+# possible +3 words (2.3 points: "country." guessed after the cut-off "your", and
+# "ask" heard as "and" where the prompt made the first reading skip "ask what you"),
+# at the simulated slow pace +1 word; offline itself moves by up to two points from
+# one process to the next (CTranslate2's int8 kernels), which is the room left above
+# the measured figure. Paced was +2 to +4 words when live agreements were committed.
+FAST_WER_MARGIN = 0.04
+PACED_WER_MARGIN = 0.03
 # Every trait of the set, in 65 s of audio (the 53 s readings are the benchmark's).
 TESTED = [clip(name) for name in ("sonnet_cut", "jfk", "jfk_cut", "jfk_phone")]
 
