@@ -15,8 +15,8 @@ Each figure is measured in this process, beside the offline baseline:
 - paced: the same chunks at real-time pace (a benchmark may sleep; tests never
   do); word errors, whole-process CPU during the run, and word latency: for each
   final word matched to the offline word timings, wall time from the word's end
-  in the audio to its first appearance as live (tentative or committed) text, and
-  to its commit. "first words": from the first word's start to the first text.
+  in the audio to its first appearance as live (tentative or committed) text, in
+  its place among the words around it, and to its commit. "first words": from the first word's start to the first text.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts.
 - memory (optional): RSS before and after a long session of speech and pauses.
@@ -171,18 +171,33 @@ def _latencies(run: Run, snapshots: list[tuple[float, list[str], int]],
                timings: list[tuple[str, float, float]]) -> None:
     final = [word_key(w) for w in run.text.split()]
     reference = [word_key(w) for w, _, _ in timings]
+    first_shown: dict[int, float] = {}  # final word index → when a snapshot first showed it
+    for t, words, _ in snapshots:
+        for i in _shown_words(final, [word_key(w) for w in words]):
+            first_shown.setdefault(i, t)
     matcher = difflib.SequenceMatcher(a=final, b=reference, autojunk=False)
     for block in matcher.get_matching_blocks():
         for k in range(block.size):
             i, (_, _, end) = block.a + k, timings[block.b + k]
-            shown = next((t for t, words, _ in snapshots
-                          if len(words) > i and word_key(words[i]) == final[i]), None)
+            shown = first_shown.get(i)
             done = next(t for t, _, count in snapshots if count > i)
             run.committed.append(done - end)
             run.shown.append((shown if shown is not None else done) - end)
     first = next((t for t, words, _ in snapshots if words), None)
     if first is not None and timings:
         run.first_words = first - timings[0][1]
+
+
+def _shown_words(final: list[str], shown: list[str]) -> list[int]:
+    """Indices of the final words a snapshot shows where they end up.
+
+    Aligned, not compared by position: live text is re-read at the utterance's
+    end, and one word read as two ("thy self") would otherwise count every
+    later word as unseen. Runs of two or more, or a word at the same index.
+    """
+    matcher = difflib.SequenceMatcher(a=final, b=shown, autojunk=False)
+    return [block.a + k for block in matcher.get_matching_blocks()
+            if block.size >= 2 or block.a == block.b for k in range(block.size)]
 
 
 def rss_mb() -> float:
