@@ -16,7 +16,8 @@ Each figure is measured in this process, beside the offline baseline:
   do); word errors, whole-process CPU during the run, and word latency: for each
   final word matched to the offline word timings, wall time from the word's end
   in the audio to its first appearance as live (tentative or committed) text, in
-  its place among the words around it, and to its commit. "first words": from the first word's start to the first text.
+  its place among the words around it, and to its commit. "first words": from the
+  first word's start to the first text.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts.
 - memory (optional): RSS before and after a long session of speech and pauses.

@@ -259,7 +259,10 @@ def first_seen(reference: list[str], snapshots: list[tuple[float, list[str]]]) -
     """For each reference word, the first snapshot time whose words contain it.
 
     Snapshots may be only the rows on screen, so each is aligned with the part of
-    the reference around what was matched so far (text only moves forward).
+    the reference around what was matched so far (text only moves forward). A
+    block further on in the reference than in the snapshot ("to the" after
+    "contracted" taken for "herald to the" 30 words later) is a chance match, not
+    the text on screen: it is skipped, or the cursor would jump past real words.
     """
     ref = [norm(w) for w in reference]
     seen = [np.nan] * len(ref)
@@ -269,7 +272,13 @@ def first_seen(reference: list[str], snapshots: list[tuple[float, list[str]]]) -
         lo = max(0, cursor - len(hyp) - 10)
         hi = min(len(ref), cursor + len(hyp) + 40)
         matcher = difflib.SequenceMatcher(a=ref[lo:hi], b=hyp, autojunk=False)
+        previous = None
         for block in matcher.get_matching_blocks():
+            if not block.size:
+                continue
+            if previous is not None and (block.a - previous[0]) > (block.b - previous[1]) + 3:
+                continue
+            previous = (block.a + block.size, block.b + block.size)
             for k in range(lo + block.a, lo + block.a + block.size):
                 if np.isnan(seen[k]):
                     seen[k] = t
