@@ -338,8 +338,7 @@ class StreamingTranscriber:
         return words
 
     def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int) -> bool:
-        """Whether ``final`` lacks words at the end of the live text of a decode
-        that heard the same speech."""
+        """Whether ``final`` lacks the last words of a live decode that heard the same speech."""
         last = self._decoded_at
         if last < end - _SAME_AUDIO * SAMPLE_RATE or self._speech_in(end, last) > 0:
             return False
@@ -419,10 +418,9 @@ def _keeps(agreed: Sequence[str], final: Sequence[str]) -> bool:
     """Whether ``final`` says the agreed words, up to single words read differently.
 
     Two or more agreed words missing in a row (not read as other words) is a
-    final that skipped speech;
-    three or more words added among them that the final also says elsewhere
-    is a final that looped. (Words added that it says nowhere else are speech
-    the live decodes skipped.)
+    final that skipped speech; three or more words added among them that the
+    final also says elsewhere is a final that looped. (Words added that it says
+    nowhere else are speech the live decodes skipped.)
     """
     if not agreed:
         return True
