@@ -342,9 +342,7 @@ class StreamingTranscriber:
         last = self._decoded_at
         if last < end - _SAME_AUDIO * SAMPLE_RATE or self._speech_in(end, last) > 0:
             return False
-        a = [word_key(w) for w in live]
-        b = [word_key(w) for w in final]
-        ops = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes()
+        ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
         return op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
 
@@ -391,6 +389,15 @@ class StreamingTranscriber:
         return text
 
 
+def _keys(words: Sequence[str]) -> list[str]:
+    return [word_key(w) for w in words]
+
+
+def _opcodes(old: Sequence[str], new: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
+    """How ``new`` differs from ``old``, word by word (difflib's opcodes, on word keys)."""
+    return difflib.SequenceMatcher(a=_keys(old), b=_keys(new), autojunk=False).get_opcodes()
+
+
 def _resumes(context: str, words: Sequence[str]) -> bool:
     """Whether ``words`` start with a phrase the end of ``context`` has already said.
 
@@ -399,8 +406,8 @@ def _resumes(context: str, words: Sequence[str]) -> bool:
     its prompt may take it for said and skip ahead to where the repeat goes on
     ("can do for your country").
     """
-    head = [word_key(w) for w in words[:2]]
-    said = [word_key(w) for w in context.split()[-_RESUME_WORDS:]]
+    head = _keys(words[:2])
+    said = _keys(context.split()[-_RESUME_WORDS:])
     return len(head) == 2 and any(said[i : i + 2] == head for i in range(len(said) - 1))
 
 
@@ -424,14 +431,12 @@ def _keeps(agreed: Sequence[str], final: Sequence[str]) -> bool:
     """
     if not agreed:
         return True
-    a = [word_key(w) for w in agreed]
-    b = [word_key(w) for w in final]
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+    b = _keys(final)
+    for op, a1, a2, b1, b2 in _opcodes(agreed, final):
         if op == "delete" and a2 - a1 >= 2:
             return False
         added = b[b1:b2]
-        if op != "delete" and len(added) - (a2 - a1) >= 3 and a1 < len(a):
+        if op != "delete" and len(added) - (a2 - a1) >= 3 and a1 < len(agreed):
             rest = [*b[:b1], "|", *b[b2:]]
             if any(rest[i : i + 2] == added[:2] for i in range(len(rest) - 1)):
                 return False
@@ -440,15 +445,15 @@ def _keeps(agreed: Sequence[str], final: Sequence[str]) -> bool:
 
 def _repeats(words: Sequence[str]) -> bool:
     """Whether some phrase is said twice in a row ("Ask not. Ask not.")."""
-    keys = [word_key(w) for w in words]
+    keys = _keys(words)
     return any(keys[i : i + n] == keys[i + n : i + 2 * n]
                for n in range(1, len(keys) // 2 + 1) for i in range(len(keys) - 2 * n + 1))
 
 
 def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
     """Whether ``after`` starts by saying again the last words of ``before``."""
-    head = [word_key(w) for w in after]
-    tail = [word_key(w) for w in before[-len(head):]] if head else []
+    head = _keys(after)
+    tail = _keys(before[-len(head):]) if head else []
     return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
 
 
