@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,7 @@ from captioner.errors import CaptionerError
 log = logging.getLogger(__name__)
 
 JOIN_SECONDS = 2.0
+_DISABLE_EVERY_SECONDS = 0.05
 READY_SECONDS = 2.0
 
 WORKS_EVERYWHERE = "Works in every app."
@@ -229,10 +231,7 @@ class GlobalShortcuts(QObject):
             return
         try:
             listener.stop()
-            listener.join(JOIN_SECONDS / 2)
-            if listener.is_alive():  # seen under load: the disable did not take; ask again
-                listener._stop_platform()
-                listener.join(JOIN_SECONDS)
+            listener.join(JOIN_SECONDS)
         except Exception as exc:  # a listener that already failed re-raises here
             log.debug("= keyboard hook ended with %s", _first_line(exc))
         if listener.is_alive():
@@ -374,16 +373,38 @@ def _listener_class() -> type:
                 super()._stop_platform()
                 return
             # pynput 1.8's X11 stop queues RECORD's disable on the recording
-            # connection without flushing it, so the thread lingers until a key
-            # is pressed (pynput PR #583). Disable through the control
-            # connection instead, as python-xlib's record demo does.
-            control = getattr(self, "_display_stop", None)
+            # connection without flushing it, so the thread lingers until a key is
+            # pressed (pynput PR #583). Two more traps: pynput says it is ready
+            # *before* it enables the recording, so a disable that reaches the X
+            # server first is a no-op and the enable then waits forever; and its
+            # control connection is the listener thread's, which python-xlib does
+            # not share safely. So: a connection of our own, and the disable sent
+            # again until the thread ends.
             context = getattr(self, "_context", None)
-            if control is not None and context is not None:
-                control.record_disable_context(context)
-                control.flush()
+            if context is None:
+                return
+            deadline = time.monotonic() + JOIN_SECONDS
+            with contextlib.closing(_xlib_display()) as control:
+                while True:
+                    control.record_disable_context(context)
+                    control.flush()
+                    if threading.current_thread() is self or time.monotonic() > deadline:
+                        return
+                    self.join(_DISABLE_EVERY_SECONDS)
+                    if not self.is_alive():
+                        return
 
     return Listener
+
+
+def _xlib_display() -> Any:
+    """A connection of our own to the X display; its errors (a disable that comes
+    after the recording ended names a context already freed) are expected."""
+    import Xlib.display
+
+    display = Xlib.display.Display()
+    display.set_error_handler(lambda *_: None)
+    return display
 
 
 def _first_line(exc: BaseException) -> str:

@@ -237,6 +237,22 @@ def test_turned_off_the_hook_stops_and_says_so_and_comes_back_when_turned_on(
     press_until_seen(qtbot, xserver, keys.activated, "ctrl+shift+m")
 
 
+def test_the_hook_ends_however_soon_it_is_turned_off(qtbot, keys, xserver):
+    """pynput says it listens just before it enables the recording, and its control
+    connection belongs to its thread: turned off at once, its thread lingered (6 of
+    40 tries) until a key was pressed. Every one must end, at once."""
+    lingered = []
+    for attempt in range(30):
+        assert keys.start().available
+        thread = keys.listener_thread
+        keys.set_enabled(False)
+        if thread.is_alive():
+            lingered.append(attempt)
+        keys.set_enabled(True)
+        keys.stop()
+    assert lingered == []
+
+
 def test_the_shortcuts_page_turns_the_global_reply_shortcut_off(qapp, qtbot, tmp_path):
     from captioner.settings import Settings
     from captioner.ui.settings.other_pages import ShortcutsPage
