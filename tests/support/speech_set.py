@@ -94,6 +94,35 @@ CLIPS: tuple[SpeechClip, ...] = (
 )
 
 
+FRAME = SAMPLE_RATE // 50  # 20 ms
+ONSET_WITHIN_DB = 15.0  # speech has begun at the first frame this close to the loud ones
+
+
+def frame_levels_db(samples: np.ndarray) -> np.ndarray:
+    """Power (dB, full scale 1.0) of each 20 ms frame."""
+    frames = samples[: len(samples) // FRAME * FRAME].reshape(-1, FRAME)
+    return 10 * np.log10(np.mean(frames.astype(np.float64) ** 2, axis=1) + 1e-12)
+
+
+def loud_level_db(levels: np.ndarray) -> float:
+    """The level of the clip's loud (spoken) frames: their 90th percentile."""
+    return float(np.percentile(levels, 90))
+
+
+def speech_onset(samples: np.ndarray) -> float:
+    """Seconds to the first 20 ms frame within ONSET_WITHIN_DB of the loud frames.
+
+    Where speech starts, from the sound itself: Whisper's word timings put the
+    first word's start at 0.00 even where the clip opens with 0.3–0.4 s of room
+    tone, so they cannot be the reference for how soon the first words appear.
+    (Closer than the 25 dB that tells speech from a pause: the telephone copies'
+    noise floor is 18–20 dB under their speech.)
+    """
+    levels = frame_levels_db(samples)
+    hits = np.flatnonzero(levels > loud_level_db(levels) - ONSET_WITHIN_DB)
+    return float(hits[0]) * FRAME / SAMPLE_RATE if len(hits) else 0.0
+
+
 def clip(name: str) -> SpeechClip:
     for candidate in CLIPS:
         if candidate.name == name:
