@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import difflib
 import resource
 import sys
@@ -44,7 +45,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from captioner.engine import vad
 from captioner.engine.multilingual import EXTRA_HINT, WHISPER_MODELS, multilingual_installed
-from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber, word_key
+from captioner.engine.streaming import (
+    SAMPLE_RATE,
+    StreamingOptions,
+    StreamingTranscriber,
+    word_key,
+)
 from captioner.engine.whisper import WhisperEngine
 from captioner.settings import AudioSettings
 from tests.support.speech_set import CLIPS, SpeechClip, speech_onset, word_errors
@@ -238,6 +244,18 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def streaming_options(changes: list[str]) -> StreamingOptions:
+    """StreamingOptions with ``name=value`` changes, each value of its field's type."""
+    defaults = StreamingOptions()
+    values: dict[str, Any] = {}
+    for change in changes:
+        name, _, text = change.partition("=")
+        if not hasattr(defaults, name):
+            raise SystemExit(f"--set {change}: StreamingOptions has no field {name!r}")
+        values[name] = type(getattr(defaults, name))(text)
+    return dataclasses.replace(defaults, **values)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -246,12 +264,16 @@ def main() -> int:
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
     parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a StreamingOptions field to change (an idea to measure); "
+                             "repeatable, e.g. --set first_decode_speech=0.2")
     args = parser.parse_args()
+    options = streaming_options(args.set)
     if args.model == "base" and not multilingual_installed():
         print("the multilingual model (base) is not installed: " + EXTRA_HINT)
         return 1
-    engine = WhisperEngine(threads=args.threads, model=args.model)
-    print(f"model {args.model}, {args.threads} threads")
+    engine = WhisperEngine(threads=args.threads, model=args.model, options=options)
+    print(f"model {args.model}, {args.threads} threads, {options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up
     totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}

@@ -25,10 +25,10 @@ from captioner.engine.multilingual import (
 )
 from captioner.engine.streaming import SAMPLE_RATE
 from captioner.engine.whisper import WhisperEngine
-from captioner.settings import RecognitionSettings, Settings
+from captioner.settings import AudioSettings, RecognitionSettings, Settings
 from tests.support.speech_set import clip, word_errors
 
-CHUNK = 4096  # 128 ms pushes, as the app sends them
+CHUNK = AudioSettings().chunk_bytes  # 80 ms pushes, as the app sends them
 GERMAN = "Der Zug nach München fährt um acht Uhr vom Hauptbahnhof ab."
 
 
@@ -60,7 +60,7 @@ def german(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
 
 
 def stream(engine: WhisperEngine, samples: np.ndarray) -> str:
-    """The text the streaming transcriber gives, fed 128 ms at a time, then finished."""
+    """The text the streaming transcriber gives, fed 80 ms at a time, then finished."""
     pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
     transcriber = engine.new_transcriber()
     deltas = [transcriber.push(pcm[i:i + CHUNK]) for i in range(0, len(pcm), CHUNK)]
