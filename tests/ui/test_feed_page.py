@@ -7,11 +7,11 @@ import asyncio
 import json
 import socket
 import urllib.request
-from pathlib import Path
 
 from websockets.asyncio.client import connect
 
 from captioner.audio.files import FileSource
+from captioner.feed.outputs import file_paths
 from captioner.ui.app import CaptionerApp
 from tests.ui.conftest import WORDS, run_async, wait_until
 
@@ -56,9 +56,31 @@ def test_feed_page_turned_on_in_settings_carries_the_live_captions(qapp, store,
             while not all(w in " ".join(heard) for w in WORDS):
                 message = json.loads(await asyncio.wait_for(ws.recv(), 20))
                 heard += [line["text"] for line in message["final"]]
-        written = Path(store.settings.feed.text_path).read_text(encoding="utf-8")
+        text_file, _ = file_paths(store.settings.feed, store.settings.transcript.folder)
+        written = text_file.read_text(encoding="utf-8")
         assert all(w in written for w in WORDS)
         await app.shutdown()
         assert app.feed.server is None
 
     run_async(qapp, scenario, timeout=60)
+
+
+def test_an_untouched_feed_page_changes_nothing_and_default_paths_stay_default(qapp, tmp_path):
+    """Its file paths show the defaults in full; applied unchanged, they stay "" (the
+    transcript folder's files) instead of pinning today's folder into the settings."""
+    import copy
+
+    from captioner.settings import Settings
+    from captioner.ui.settings.feed_page import FeedPage
+
+    page = FeedPage()
+    settings = Settings()
+    settings.transcript.folder = str(tmp_path / "transcripts")
+    page.load(settings)
+    assert page.text_path.text() == str(tmp_path / "transcripts" / "live-captions.txt")
+    out = copy.deepcopy(settings)
+    assert page.write(out) == {}
+    assert out.feed == settings.feed
+    page.text_path.setText(str(tmp_path / "mine.txt"))
+    page.write(out)
+    assert (out.feed.text_path, out.feed.vtt_path) == (str(tmp_path / "mine.txt"), "")

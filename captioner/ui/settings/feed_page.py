@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (
 
 from captioner.feed.outputs import ensure_token, file_paths
 from captioner.feed.web import PAGE_PATH
-from captioner.settings import Settings
+from captioner.settings import FeedSettings, Settings
 from captioner.ui.settings.common import Errors, Page
 
 
@@ -27,6 +27,7 @@ class FeedPage(Page):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._defaults: dict[str, Path] = {}
         form = QFormLayout(self)
         intro = QLabel("Send the captions to other apps as they are made: a page for an OBS "
                        "browser source (or any browser on this computer), and files another "
@@ -88,6 +89,11 @@ class FeedPage(Page):
         self.web_page.setChecked(feed.web_page)
         self.port.setValue(feed.web_port)
         text, vtt = file_paths(feed, settings.transcript.folder)
+        # Paths shown as the defaults are stored as "" again, so they keep following
+        # the transcript folder (and an untouched page changes nothing).
+        self._defaults = dict(zip(("text_path", "vtt_path"),
+                                  file_paths(FeedSettings(), settings.transcript.folder),
+                                  strict=True))
         self.text_file.setChecked(feed.text_file)
         self.text_path.setText(str(text))
         self.vtt_file.setChecked(feed.vtt_file)
@@ -107,7 +113,9 @@ class FeedPage(Page):
             path = edit.text().strip()
             if box.isChecked() and (not path or Path(path).expanduser().is_dir()):
                 errors[key] = "Name a file (not a folder) for the live captions."
-            setattr(feed, key, str(Path(path).expanduser()) if path else "")
+            chosen = Path(path).expanduser() if path else None
+            setattr(feed, key, "" if chosen in (None, self._defaults.get(key))
+                    else str(chosen))
         feed.text_file = self.text_file.isChecked()
         feed.vtt_file = self.vtt_file.isChecked()
         self._show_url()
