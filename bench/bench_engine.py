@@ -299,8 +299,8 @@ def main() -> int:
         if one.text != two.text:
             varied.append((clip.name, one.text, two.text))
         if not args.no_paced:
-            timings = engine.timed_words(clip.samples())
-            run = paced(engine, pcm, timings, speech_onset(clip.samples()))
+            samples = clip.samples()
+            run = paced(engine, pcm, engine.timed_words(samples), speech_onset(samples))
             runs["paced"] = (run.text, run.cpu)
             shown += run.shown
             committed += run.committed

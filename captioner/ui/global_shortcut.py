@@ -229,9 +229,10 @@ class GlobalShortcuts(QObject):
         listener, self._listener = self._listener, None
         if listener is None:
             return
+        deadline = time.monotonic() + JOIN_SECONDS  # one wait in all: X11's stop waits too
         try:
             listener.stop()
-            listener.join(JOIN_SECONDS)
+            listener.join(max(0.0, deadline - time.monotonic()))
         except Exception as exc:  # a listener that already failed re-raises here
             log.debug("= keyboard hook ended with %s", _first_line(exc))
         if listener.is_alive():
