@@ -136,6 +136,8 @@ log "starting: $VLLM_BIN serve $model ${shown_args[*]} --port $BACKEND_PORT --ho
     > >(redacted) 2>&1 &
 vllm_pid=$!
 
+# SECONDS ticks in whole seconds, so wait until it passes the deadline: at least the
+# full timeout, never a fraction of it.
 deadline=$(( SECONDS + HEALTH_WAIT_TIMEOUT ))
 until backend_healthy; do
     if ! kill -0 "$vllm_pid" 2>/dev/null; then
@@ -144,7 +146,7 @@ until backend_healthy; do
         vllm_pid=""
         die "vLLM exited (status $status) before it became healthy"
     fi
-    if (( SECONDS >= deadline )); then
+    if (( SECONDS > deadline )); then
         log "error: vLLM did not become healthy on port $BACKEND_PORT within $HEALTH_WAIT_TIMEOUT s"
         stop_children
         exit 1

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +40,13 @@ class Entrypoint:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir(exist_ok=True)
         vllm = bin_dir / "vllm"
-        vllm.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STANDINS / "fake_vllm.py"}" "$@"\n')
+        # The wrapper notes its pid before Python starts (exec keeps it), so a stand-in
+        # stopped before it could write its record is still found.
+        self.pid_file = tmp_path / "vllm.pid"
+        vllm.write_text(
+            f'#!/bin/sh\necho $$ > "{self.pid_file}"\n'
+            f'exec "{sys.executable}" "{STANDINS / "fake_vllm.py"}" "$@"\n'
+        )
         vllm.chmod(0o755)
         self.record = tmp_path / "vllm.json"
         self.report = tmp_path / "bridge.json"
@@ -108,6 +115,10 @@ class Entrypoint:
         return "".join(self.stderr)
 
     @property
+    def vllm_pid(self) -> int:
+        return int(self.pid_file.read_text())
+
+    @property
     def vllm(self) -> dict:
         return json.loads(self.record.read_text())
 
@@ -173,7 +184,7 @@ def test_sm_vllm_env_maps_to_vllm_serve_flags(entrypoint):
     # The bridge exiting ends the container, with its status, and vLLM is stopped.
     assert status == 7
     assert "the bridge exited (status 7)" in ep.log
-    assert gone(ep.vllm["pid"])
+    assert gone(ep.vllm_pid)
 
 
 def test_vllm_listens_on_loopback_only_whatever_the_environment_says(entrypoint):
@@ -232,9 +243,11 @@ def test_no_model_at_all_fails_with_a_clear_message(entrypoint, tmp_path):
 def test_health_wait_deadline_exits_nonzero_and_stops_vllm(entrypoint):
     ep = entrypoint(SM_VLLM_MODEL=VOXTRAL, FAKE_VLLM_MODE="hang", HEALTH_WAIT_TIMEOUT="1")
 
+    started = time.monotonic()
     assert ep.run() == 1
+    assert time.monotonic() - started >= 1.0  # the whole second, not what was left of it
     assert f"vLLM did not become healthy on port {ep.port} within 1 s" in ep.log
-    assert gone(ep.vllm["pid"])
+    assert gone(ep.vllm_pid)
     assert not ep.report.exists()  # the bridge never started
 
 
@@ -291,7 +304,7 @@ def test_sigterm_is_forwarded_to_both_children(entrypoint, control):
 
         assert ep.wait() == 143
         assert bridge.readline() == "term\n"
-    assert gone(ep.vllm["pid"])
+    assert gone(ep.vllm_pid)
     assert "received SIGTERM" in ep.log
 
 
