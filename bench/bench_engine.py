@@ -19,6 +19,10 @@ Each figure is measured in this process, beside the offline baseline:
   its place among the words around it, and to its commit. "first words": from
   where speech starts in the sound (speech_onset: Whisper's timings put the first
   word at 0.00 s even after 0.3–0.4 s of room tone) to the first text.
+- grids: fast mode again with each decision grid (``decide_every``), errors per grid:
+  on noisy speech tiny.en reads the same span differently from a start 30–90 ms
+  apart, so one grid is one draw; the spread says how far an idea's effect must
+  exceed it. And once pushed in 128 ms chunks: the text must not change.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts.
 - memory (optional): RSS before and after a long session of speech and pauses.
@@ -138,10 +142,10 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
         model.model, model.feature_extractor, vad.SileroGate.probabilities = saved
 
 
-def fast(engine: WhisperEngine, pcm: bytes) -> Run:
+def fast(engine: WhisperEngine, pcm: bytes, chunk: int = CHUNK) -> Run:
     transcriber = engine.new_transcriber()
     start = time.process_time()
-    parts = [transcriber.push(pcm[i : i + CHUNK]) for i in range(0, len(pcm), CHUNK)]
+    parts = [transcriber.push(pcm[i : i + chunk]) for i in range(0, len(pcm), chunk)]
     parts.append(transcriber.finish())
     return Run("".join(parts), time.process_time() - start, transcriber.decodes)
 
@@ -256,6 +260,16 @@ def streaming_options(changes: list[str]) -> StreamingOptions:
     return dataclasses.replace(defaults, **values)
 
 
+@contextlib.contextmanager
+def _options(engine: WhisperEngine, **changes: Any) -> Iterator[None]:
+    saved = engine.options
+    engine.options = dataclasses.replace(saved, **changes)
+    try:
+        yield
+    finally:
+        engine.options = saved
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
@@ -264,6 +278,8 @@ def main() -> int:
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
     parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
+    parser.add_argument("--grids", default="0.032,0.064,0.096,0.128,0.16",
+                        help="decision grids (s) to run fast mode with too ('' for none)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="a StreamingOptions field to change (an idea to measure); "
                              "repeatable, e.g. --set first_decode_speech=0.2")
@@ -282,6 +298,9 @@ def main() -> int:
     committed: list[float] = []
     firsts: list[float] = []
     varied = []
+    grids = [float(g) for g in args.grids.split(",") if g]
+    by_grid: collections.Counter = collections.Counter()
+    rechunked = []
     stages: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
     print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
@@ -298,6 +317,11 @@ def main() -> int:
         runs["fast"] = (one.text, one.cpu)
         if one.text != two.text:
             varied.append((clip.name, one.text, two.text))
+        if fast(engine, pcm, chunk=4096).text != one.text:
+            rechunked.append(clip.name)
+        for grid in grids:
+            with _options(engine, decide_every=grid):
+                by_grid[grid] += word_errors(clip.reference, fast(engine, pcm).text).errors
         if not args.no_paced:
             samples = clip.samples()
             run = paced(engine, pcm, engine.timed_words(samples), speech_onset(samples))
@@ -337,6 +361,14 @@ def main() -> int:
             print(f"fast mode varied on {name}:\n  {a}\n  {b}")
     else:
         print("fast mode: identical text in two runs of every clip")
+    print("fast mode pushed in 128 ms chunks instead of 80: "
+          + (f"other text on {', '.join(rechunked)}" if rechunked else "the same text"))
+    if grids:
+        errors = [by_grid[g] for g in grids]
+        print("fast mode errors by decision grid: "
+              + ", ".join(f"{g * 1000:.0f} ms {by_grid[g]}" for g in grids)
+              + f" (default {options.decide_every * 1000:.0f} ms; mean {np.mean(errors):.1f} = "
+              f"{np.mean(errors) / totals['fast'][1]:.1%}, offline {totals['offline'][0]})")
     if args.memory_hours:
         memory(engine, args.memory_hours)
     return 0

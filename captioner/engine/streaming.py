@@ -36,10 +36,15 @@ costs and the alternatives measured: docs/streaming-engine.md):
   never grows with the length of a talk.
 - **Cost-aware interval.** Decoding a longer window costs more, so the interval
   grows with the window (``interval + interval_per_second × window``).
-  Everything is counted in audio time, so the same input pushed in the same
-  chunks gives the same text (the as-fast-as-possible mode is deterministic).
-  A push that brings more audio than one interval (a busy server catching up)
-  decodes once for it, plus a final for every utterance it completes.
+- **Decisions on a fixed grid of audio time.** Every decision (an utterance
+  ended, a decode is due) is made every ``decide_every`` of stream time,
+  with exactly the audio up to that point, so where decodes land does not
+  depend on how the audio was chunked: the same audio gives the same text in
+  80 ms or 128 ms pushes, paced or not (chunking used to move the noisy
+  set by ten words, and real-time pacing by a few more). A push longer than
+  ``decode_lag`` (a busy server catching up) decodes at most once for it, no
+  more than ``decode_lag`` before its end, plus a final for every utterance it
+  completes.
 - ``finish()`` always decodes what is left and commits all of it.
 
 Until the utterance's final decode, its words are ``tentative``: live text that
@@ -109,6 +114,8 @@ class StreamingOptions:
     min_speech: float = 0.1  # less speech than this in an utterance: nothing to decode
     context_chars: int = 200  # committed text before the window, given as context
     holdback: int = 0  # agreed words this close to a hypothesis' end wait for more audio
+    decide_every: float = 0.064  # s of audio between decisions (whole detector windows) …
+    decode_lag: float = 0.25  # … and a push longer than this decodes at most this before its end
 
 
 class StreamingTranscriber:
@@ -124,6 +131,10 @@ class StreamingTranscriber:
         self._decode = decoder
         self._detector = detector
         self._step = (detector.window if detector else 512)  # samples per detector window
+        # Decisions are made every this many stream samples (whole detector windows).
+        windows = round(self.options.decide_every * SAMPLE_RATE / self._step)
+        self._grid = self._step * max(1, windows)
+        self._taken = 0  # stream samples taken
         self._audio = _Samples()  # the window: from the seam to now
         self._probs = _Samples()  # one speech probability per detector window of it
         self._seam = 0  # stream sample where the window starts (a multiple of _step)
@@ -151,14 +162,15 @@ class StreamingTranscriber:
         if not cut:
             return ""
         samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
-        self._take(samples)
+        lag = round(self.options.decode_lag * SAMPLE_RATE)
         words: list[str] = []
-        while (end := self._utterance_end()) is not None:
-            words += self._finalize(end)
-        if not self._speech().any():
-            self._idle()
-        elif self._due():
-            words += self._update()
+        start = 0
+        while start < len(samples):  # one grid step at a time
+            stop = min(len(samples), start + self._grid - self._taken % self._grid)
+            self._take(samples[start:stop])
+            start = stop
+            if self._taken % self._grid == 0:
+                words += self._advance(may_decode=len(samples) - stop <= lag)
         return self._render(words)
 
     def finish(self) -> str:
@@ -195,6 +207,7 @@ class StreamingTranscriber:
     # -- audio and speech ----------------------------------------------------
 
     def _take(self, samples: np.ndarray) -> None:
+        self._taken += len(samples)
         self._audio.extend(samples)
         if self._detector is None:
             self._unscored += len(samples)
@@ -236,6 +249,17 @@ class StreamingTranscriber:
             return None
         end = (hits[found[0]] + 1) * self._step + round(opts.tail * SAMPLE_RATE)
         return min(end, len(self._audio))
+
+    def _advance(self, may_decode: bool) -> list[str]:
+        """At a detector window's end: finish utterances that ended, decode if one is due."""
+        words: list[str] = []
+        while (end := self._utterance_end()) is not None:
+            words += self._finalize(end)
+        if not self._speech().any():
+            self._idle()
+        elif may_decode and self._due():
+            words += self._update()
+        return words
 
     def _idle(self) -> None:
         """No speech in the window: keep only a pre-roll for the next onset."""

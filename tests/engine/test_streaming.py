@@ -252,6 +252,33 @@ def test_same_chunks_give_the_same_decodes() -> None:
     assert runs[0] == runs[1]
 
 
+def test_how_the_audio_is_chunked_does_not_move_a_decode() -> None:
+    # Audio devices deliver blocks of whatever size they like; the captions must
+    # not depend on it (they used to move by words with the push size).
+    truth = script("alpha bravo charlie delta echo foxtrot golf hotel", "india juliet kilo",
+                   step=0.35)
+    runs = []
+    for chunk in (640, 1001, 2560, 4096, 6400):  # 20 ms, odd, 80 ms, 128 ms, 200 ms
+        transcriber, speech = make(truth)
+        text = "".join(feed(transcriber, truth[-1].end + 0.3, chunk)) + transcriber.finish()
+        runs.append((text, [call[:2] + call[3:] for call in speech.calls]))
+    assert len({repr(run) for run in runs}) == 1
+    assert runs[0][0] == rendered(truth)
+    assert sum(not final for *_, final in runs[0][1]) >= 5  # live decodes were compared
+
+
+def test_a_long_push_decodes_once_near_its_end() -> None:
+    truth = words("one long utterance that goes on and on without any pause at all")
+    transcriber, speech = make(truth)
+    lag = transcriber.options.decode_lag
+    for seconds in range(1, 6):
+        before = len(speech.calls)
+        feed(transcriber, 1.0, chunk=SAMPLE_RATE * 2)  # one push of a whole second
+        live = [call for call in speech.calls[before:] if not call[4]]
+        assert len(live) == 1
+        assert seconds - lag <= live[0][1] <= seconds
+
+
 def test_a_push_of_many_seconds_catches_up_with_one_decode_per_utterance() -> None:
     truth = script("first words here", "second words there", "third and last")
     transcriber, speech = make(truth)
