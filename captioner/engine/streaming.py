@@ -100,7 +100,7 @@ class SpeechDetector(Protocol):
 
 @dataclass(frozen=True)
 class StreamingOptions:
-    interval: float = 0.5  # s of new audio between decodes of a short window …
+    interval: float = 0.8  # s of new audio between decodes of a short window …
     interval_per_second: float = 0.1  # … plus this much per second of window
     first_decode_speech: float = 0.3  # first decode once this much speech is heard
     max_window: float = 10.0  # an utterance longer than this is cut at its quietest point

@@ -131,7 +131,7 @@ def test_utterances_are_transcribed_exactly_once_and_append_only() -> None:
 
 def test_agreed_words_stay_live_until_the_utterance_ends() -> None:
     truth = script("one two three four five six seven eight nine ten", step=0.5)
-    transcriber, speech = make(truth)
+    transcriber, speech = make(truth, interval=0.5)  # live decodes every ~0.6 s
     early = "".join(feed(transcriber, truth[6].end))
     assert early == ""  # nothing is committed before the pause …
     assert transcriber.tentative.startswith("one two three four")  # … but it is shown
@@ -259,7 +259,7 @@ def test_how_the_audio_is_chunked_does_not_move_a_decode() -> None:
                    step=0.35)
     runs = []
     for chunk in (640, 1001, 2560, 4096, 6400):  # 20 ms, odd, 80 ms, 128 ms, 200 ms
-        transcriber, speech = make(truth)
+        transcriber, speech = make(truth, interval=0.5)  # many live decodes to compare
         text = "".join(feed(transcriber, truth[-1].end + 0.3, chunk)) + transcriber.finish()
         runs.append((text, [call[:2] + call[3:] for call in speech.calls]))
     assert len({repr(run) for run in runs}) == 1
@@ -269,7 +269,7 @@ def test_how_the_audio_is_chunked_does_not_move_a_decode() -> None:
 
 def test_a_long_push_decodes_once_near_its_end() -> None:
     truth = words("one long utterance that goes on and on without any pause at all")
-    transcriber, speech = make(truth)
+    transcriber, speech = make(truth, interval=0.5)  # a decode is due in every push
     lag = transcriber.options.decode_lag
     for seconds in range(1, 6):
         before = len(speech.calls)

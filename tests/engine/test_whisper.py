@@ -26,7 +26,7 @@ BYTES_PER_SECOND = 2 * SAMPLE_RATE
 # Streaming may be this much worse than offline, no more. The goal is one point
 # (bench/bench_engine.py prints it on the whole set). Measured on these clips (133
 # words) with decisions on the default 64 ms grid: +3 words as fast as possible
-# and at the simulated slow pace (2.3 points); on the other grids the bench sweeps
+# (2.3 points), +2 at the simulated slow pace (1.5); on the other grids the bench sweeps
 # (32–160 ms), where live decodes land moves a few words of the noisy clip either
 # way. Offline itself moves by up to two points from one process to the next
 # (CTranslate2's int8 kernels), which is the room left above the measured figure.
