@@ -251,7 +251,7 @@ class StreamingTranscriber:
         return min(end, len(self._audio))
 
     def _advance(self, may_decode: bool) -> list[str]:
-        """At a detector window's end: finish utterances that ended, decode if one is due."""
+        """At a grid point: finish utterances that ended, decode if one is due."""
         words: list[str] = []
         while (end := self._utterance_end()) is not None:
             words += self._finalize(end)
