@@ -134,7 +134,6 @@ class StreamingTranscriber:
         # Decisions are made every this many stream samples (whole detector windows).
         windows = round(self.options.decide_every * SAMPLE_RATE / self._step)
         self._grid = self._step * max(1, windows)
-        self._taken = 0  # stream samples taken
         self._audio = _Samples()  # the window: from the seam to now
         self._probs = _Samples()  # one speech probability per detector window of it
         self._seam = 0  # stream sample where the window starts (a multiple of _step)
@@ -206,8 +205,12 @@ class StreamingTranscriber:
 
     # -- audio and speech ----------------------------------------------------
 
+    @property
+    def _taken(self) -> int:
+        """Stream samples taken so far (the window ends there)."""
+        return self._seam + len(self._audio)
+
     def _take(self, samples: np.ndarray) -> None:
-        self._taken += len(samples)
         self._audio.extend(samples)
         if self._detector is None:
             self._unscored += len(samples)

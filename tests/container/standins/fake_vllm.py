@@ -1,7 +1,7 @@
 """Stand-in for ``vllm``: records its argv, prints its arguments as vLLM does at start
 (secrets included), then serves ``/health`` on ``--port``.
 
-FAKE_VLLM_RECORD: file that receives {"argv": [...], "pid": n}.
+FAKE_VLLM_RECORD: file that receives {"argv": [...]} (the test's wrapper notes the pid).
 FAKE_VLLM_MODE: "serve" (default), "hang" (never healthy), "die" (exit 3 at once).
 ``GET /die`` makes a serving stand-in exit with status 5.
 """
@@ -13,7 +13,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 with open(os.environ["FAKE_VLLM_RECORD"], "w") as record:
-    json.dump({"argv": sys.argv[1:], "pid": os.getpid()}, record)
+    json.dump({"argv": sys.argv[1:]}, record)
 
 flags, key = {}, None
 for arg in sys.argv[3:]:
