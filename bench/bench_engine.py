@@ -23,8 +23,11 @@ Each figure is measured in this process, beside the offline baseline:
   on noisy speech tiny.en reads the same span differently from a start 30–90 ms
   apart, so one grid is one draw; the spread says how far an idea's effect must
   exceed it. And once pushed in 128 ms chunks: the text must not change.
+- fast mode once more with the live decodes in CTranslate2 (int8, a step per token) instead
+  of the numpy decoder with drafts: errors and CPU, the baseline for that choice.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
-  decodes, beam final decodes, speech gate), per audio second, with call counts.
+  decodes, beam final decodes, speech gate), per audio second, with call counts; and
+  how many live answer tokens were accepted from the previous answer (the draft).
 - memory (optional): RSS before and after a long session of speech and pauses.
 """
 
@@ -109,6 +112,16 @@ class _Timed:
 
 
 @contextlib.contextmanager
+def _ctranslate2_live(engine: WhisperEngine) -> Iterator[None]:
+    """Live decodes in CTranslate2, as before the numpy decoder (a baseline for it)."""
+    decoder, engine._decoder = engine._decoder, None
+    try:
+        yield
+    finally:
+        engine._decoder = decoder
+
+
+@contextlib.contextmanager
 def stage_clock(engine: WhisperEngine, stages: collections.Counter,
                 calls: collections.Counter) -> Iterator[None]:
     """Count the CPU of the engine's stages while the block runs (whole process)."""
@@ -124,6 +137,7 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
 
     saved = model.model, model.feature_extractor, vad.SileroGate.probabilities
     gate = vad.SileroGate.probabilities
+    decoder = engine._decoder
 
     def timed_gate(self: vad.SileroGate, audio: np.ndarray) -> np.ndarray:
         start = time.process_time()
@@ -137,10 +151,25 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
     model.feature_extractor = _Timed(model.feature_extractor, stages, calls,
                                      lambda name, _kw: "features" if name == "__call__" else None)
     vad.SileroGate.probabilities = timed_gate  # type: ignore[method-assign]
+    if decoder is not None:  # live decodes in numpy; their drafts' share of the answers
+        greedy = decoder.greedy
+
+        def timed_greedy(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            out = greedy(*args, **kwargs)
+            stages["decoder, live (numpy)"] += time.process_time() - start
+            calls["decoder, live (numpy)"] += 1
+            calls["live tokens drafted"] += out.drafted
+            calls["live tokens chosen"] += len(out.tokens) - (len(args[1]) - args[2] - 1)
+            return out
+
+        decoder.greedy = timed_greedy  # type: ignore[method-assign]
     try:
         yield
     finally:
         model.model, model.feature_extractor, vad.SileroGate.probabilities = saved
+        if decoder is not None:
+            del decoder.greedy  # the class's method again
 
 
 def fast(engine: WhisperEngine, pcm: bytes, chunk: int = CHUNK) -> Run:
@@ -302,6 +331,7 @@ def main() -> int:
     grids = [float(g) for g in args.grids.split(",") if g]
     by_grid: collections.Counter = collections.Counter()
     rechunked = []
+    ct2_live = [0, 0.0]  # errors, CPU: fast mode with live decodes in CTranslate2
     stages: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
     print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
@@ -320,6 +350,11 @@ def main() -> int:
             varied.append((clip.name, one.text, two.text))
         if fast(engine, pcm, chunk=OTHER_CHUNK).text != one.text:
             rechunked.append(clip.name)
+        if engine._decoder is not None:
+            with _ctranslate2_live(engine):
+                run = fast(engine, pcm)
+            ct2_live[0] += word_errors(clip.reference, run.text).errors
+            ct2_live[1] += run.cpu
         for grid in grids:
             with _options(engine, decide_every=grid):
                 by_grid[grid] += word_errors(clip.reference, fast(engine, pcm).text).errors
@@ -352,6 +387,13 @@ def main() -> int:
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
         + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
+    if ct2_live[1]:
+        print(f"fast mode with live decodes in CTranslate2 instead of numpy: "
+              f"{ct2_live[0]} errors, CPU {ct2_live[1] / seconds * 1000:.0f} ms per audio s "
+              f"= {ct2_live[1] / base_cpu:4.2f}× offline")
+    if calls["live tokens chosen"]:
+        print(f"live answers: {calls['live tokens drafted']} of {calls['live tokens chosen']} "
+              "tokens accepted from the previous answer in the batched pass")
     if shown:
         print(f"paced word latency, first shown: median {pct(shown, 50):.2f} s, "
               f"p90 {pct(shown, 90):.2f} s; committed: median {pct(committed, 50):.2f} s, "

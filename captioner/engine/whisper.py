@@ -14,12 +14,14 @@ dominate the cost of re-decoding a growing utterance:
   only its audio plus ``_PAD_SECONDS`` of silence (whisper.cpp calls this
   ``audio_ctx``). Measured on tiny.en: 3,000 frames 553 ms, 800 frames 80 ms,
   with the same text.
-- **A forced prefix.** Words the streaming policy already committed are given
-  to the decoder as the start of its answer, so it spends decoder steps only
-  on the words after them (the decoder, not the encoder, is most of the cost
-  of a tiny model: about 15 ms per generated token against 10 ms per second
-  of encoded audio here). Text before the utterance is the usual Whisper
-  "previous text" prompt.
+- **A forced prefix.** Words the streaming policy already agreed on are given
+  to the decoder as the start of its answer. Text before the utterance is the
+  usual Whisper "previous text" prompt.
+- **Live decodes in numpy.** Greedy live decodes run Whisper's decoder in
+  numpy (captioner.engine.whisper_decoder) with the previous live answer as a
+  draft: the prompt and the draft cost one batched pass instead of a step per
+  token, and only the newest words cost a step each. Finals (beam search)
+  stay in CTranslate2.
 
 No timestamps are generated (``<|notimestamps|>``): the policy cuts audio on
 the speech gate's pauses, never inside words, so it needs none.
@@ -34,7 +36,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 import zlib
+from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +47,7 @@ import ctranslate2
 import numpy as np
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
+from threadpoolctl import ThreadpoolController
 
 from captioner.engine.model_paths import ModelDirError
 from captioner.engine.multilingual import decoding_language, model_folder
@@ -51,6 +57,7 @@ from captioner.engine.streaming import (
     StreamingTranscriber,
 )
 from captioner.engine.vad import SileroGate
+from captioner.engine.whisper_decoder import WhisperDecoder
 
 if TYPE_CHECKING:
     from captioner.settings import RecognitionSettings
@@ -71,6 +78,7 @@ _WORD = re.compile(r"\s*\S+")
 _PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 _LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
 _REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
+_DRAFTS = 8  # live answers kept as drafts (one per stream being captioned, and spare)
 
 # Text Whisper produces for silence, noise and music (YouTube subtitle credits).
 HALLUCINATIONS = frozenset(
@@ -115,6 +123,7 @@ class WhisperEngine:
         final_beam_size: int = 5,
         model: str = "tiny.en",
         language: str | None = None,
+        numpy_live: bool = True,
     ) -> None:
         self.model_dir: Path = model_folder(model, model_dir)
         language = decoding_language(model, language)  # None: detected per decode
@@ -136,6 +145,10 @@ class WhisperEngine:
                 f"Speech model in {self.model_dir} could not be loaded: {exc}"
             ) from exc
         self.multilingual = self._model.model.is_multilingual
+        self._decoder = self._numpy_decoder() if numpy_live else None
+        self._decoder_lock = threading.Lock()  # it keeps one cache: one call at a time
+        self._blas = ThreadpoolController()
+        self._drafts: OrderedDict[tuple[int, ...], list[int]] = OrderedDict()
         self.language = language if self.multilingual else "en"
         self._tokenizers: dict[str | None, Tokenizer] = {}
         log.info("= whisper model loaded from %s (%d threads)", self.model_dir, self.threads)
@@ -175,29 +188,40 @@ class WhisperEngine:
         prompt += forced
         max_new = _MIN_NEW_TOKENS + int(_TOKENS_PER_SECOND * seconds)
         max_length = min(len(prompt) + max_new, self._model.max_length)
-        result = self._model.model.generate(
-            encoder_output,
-            [prompt],
-            beam_size=self.final_beam_size if final else self.beam_size,
-            max_length=max_length,
-            return_scores=True,
-            return_no_speech_prob=True,
-            suppress_blank=not prefix.strip(),
-            suppress_tokens=[-1],
-            max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
-        )[0]
-        tokens = result.sequences_ids[0]
+        start = len(prompt) - len(forced) - 1  # the last of <|startoftranscript|>'s tokens
+        said = prefix.strip()
+        if not final and self.beam_size == 1 and self._decoder is not None:
+
+            def looping(chosen: list[int]) -> bool:  # the loop cut below would end it here
+                body = said + tokenizer.decode([t for t in chosen if t < tokenizer.eot])
+                return without_loop(body, seconds) != body
+
+            tokens, score, no_speech_prob = self._live(
+                encoder_output, prompt, start, max_length, suppress_blank=not said, stop=looping)
+        else:
+            result = self._model.model.generate(
+                encoder_output,
+                [prompt],
+                beam_size=self.final_beam_size if final else self.beam_size,
+                max_length=max_length,
+                return_scores=True,
+                return_no_speech_prob=True,
+                suppress_blank=not prefix.strip(),
+                suppress_tokens=[-1],
+                max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
+            )[0]
+            tokens = result.sequences_ids[0]
+            score, no_speech_prob = result.scores[0], result.no_speech_prob
         if tokens[: len(forced)] == forced:  # the answer starts with the forced prefix
             tokens = tokens[len(forced) :]
         text = self._segments(tokenizer, tokens, seconds)
-        said = prefix.strip()
         kept = without_loop(said + text, seconds) if said else without_loop(text, seconds)
         text = kept[len(said) :] if said else kept  # a loop never takes back the prefix
-        avg_logprob = result.scores[0] * len(tokens) / (len(tokens) + 1) if tokens else 0.0
-        if is_hallucination(text, result.no_speech_prob, avg_logprob,
+        avg_logprob = score * len(tokens) / (len(tokens) + 1) if tokens else 0.0
+        if is_hallucination(text, no_speech_prob, avg_logprob,
                             compression_ratio(text), continuing=bool(prefix.strip())):
             log.debug("= dropped %r (no_speech %.2f, logprob %.2f)", text,
-                      result.no_speech_prob, avg_logprob)
+                      no_speech_prob, avg_logprob)
             return []
         return _WORD.findall(text)
 
@@ -263,6 +287,38 @@ class WhisperEngine:
 
     # -- internals -----------------------------------------------------------
 
+    def _numpy_decoder(self) -> WhisperDecoder | None:
+        try:
+            decoder = WhisperDecoder.from_model_dir(self.model_dir)
+        except (ValueError, KeyError, OSError) as exc:  # ModelFileError is a ValueError
+            log.warning("= live decodes stay in CTranslate2: %s", exc)
+            return None
+        log.info("= live decodes run in numpy (%s)", self.model_dir)
+        return decoder
+
+    def _live(self, encoder_output: ctranslate2.StorageView, prompt: list[int], start: int,
+              max_length: int, suppress_blank: bool,
+              stop: Callable[[list[int]], bool]) -> tuple[list[int], float, float]:
+        """A greedy live decode in numpy, the last live answer after this context as draft.
+
+        One BLAS thread: the decoder's steps are too small to share, and a second
+        thread only spins (twice the CPU for the same wall time, measured).
+        """
+        assert self._decoder is not None
+        key = tuple(prompt[:start])
+        draft = draft_after(self._drafts.get(key, []), prompt[start + 1 :],
+                            self._decoder.special.timestamp_begin)
+        with self._decoder_lock, self._blas.limit(limits=1, user_api="blas"):
+            out = self._decoder.greedy(
+                np.asarray(encoder_output)[0], prompt, start, max_length=max_length,
+                suppress_blank=suppress_blank, max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
+                draft=draft, stop=stop)
+        self._drafts[key] = out.tokens
+        self._drafts.move_to_end(key)
+        while len(self._drafts) > _DRAFTS:
+            self._drafts.popitem(last=False)
+        return out.tokens, out.score, out.no_speech_prob
+
     def _encode(self, audio: np.ndarray) -> ctranslate2.StorageView:
         """Log-mel features of the clip plus a little silence, through the encoder."""
         frames = len(audio) // _SAMPLES_PER_FRAME
@@ -285,6 +341,25 @@ class WhisperEngine:
                                   task="transcribe", language=language)
             self._tokenizers[language] = tokenizer
         return tokenizer
+
+
+def draft_after(previous: list[int], forced: list[int], timestamp_begin: int) -> list[int]:
+    """What the previous answer said after the tokens now forced, as a draft.
+
+    ``previous`` starts with the forced tokens of its own decode, and the
+    words agreed since then are now forced too. The previous answer may hold
+    timestamp pairs between those words (a sentence ended there), which the
+    forced text lacks: they are stepped over. Anything else that differs means
+    the answer is no guide, and there is no draft.
+    """
+    i = 0
+    for token in forced:
+        while i < len(previous) and previous[i] != token and previous[i] >= timestamp_begin:
+            i += 1
+        if i == len(previous) or previous[i] != token:
+            return []
+        i += 1
+    return previous[i:]
 
 
 def without_loop(text: str, seconds: float) -> str:

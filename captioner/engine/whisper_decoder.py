@@ -1,0 +1,342 @@
+"""Whisper's text decoder in numpy, for the streaming engine's live decodes.
+
+Live decodes re-read a growing utterance about once a second, and most of
+what they say the previous one already said. CTranslate2 runs every token of
+an answer as its own decoder step (about 10 ms each here, forced tokens
+included) and keeps nothing between calls. This decoder keeps its own
+key/value cache, so it can
+
+- read the prompt (previous text, start token, forced words) in **one batched
+  pass** instead of one step per token, and
+- **check a draft** in that same pass: the previous live answer is fed after
+  the prompt, and its tokens are accepted for as long as the model, step by
+  step, would have chosen them itself (greedy speculative decoding). Only
+  what comes after — usually the words of the newest audio — costs a step
+  each. The answer is the greedy answer whatever the draft; a wrong draft
+  only costs the pass it rode in.
+
+The choice at each step follows CTranslate2's Whisper ``generate`` exactly
+(suppressed tokens, blank suppression, the timestamp rules, the score and the
+no-speech probability), so the engine reads results the same way from both.
+Weights are the model's own float16 values in float32 (CTranslate2 runs them
+as int8 here), so a word on a knife's edge may read differently.
+
+The encoder stays in CTranslate2: its output comes in as an array.
+Plain numpy, no I/O; one instance serves calls one at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from captioner.engine.ct2_model import ModelFileError, read_variables
+
+_MAX_POSITIONS = 448  # Whisper's text context
+_LN_EPS = 1e-5
+_GELU = 3  # CTranslate2's ActivationType.GELU
+
+
+@dataclass(frozen=True)
+class SpecialTokens:
+    """The ids the decoding rules need (Whisper's tokenizer)."""
+
+    eot: int
+    sot: int
+    no_timestamps: int
+    no_speech: int
+    vocabulary: int  # tokens in all; the last is the last timestamp
+
+    @property
+    def timestamp_begin(self) -> int:
+        return self.no_timestamps + 1
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """A greedy answer, shaped like CTranslate2's result for one prompt."""
+
+    tokens: list[int]  # after the start token: the forced ones, then the chosen ones (no eot)
+    score: float  # chosen tokens' log-probabilities (eot's included) over len(tokens)
+    no_speech_prob: float  # of <|nospeech|> right after the start token
+    drafted: int  # draft tokens accepted without a step of their own
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a ``generate`` call's options say about which tokens may come next."""
+
+    suppress: np.ndarray  # never chosen (Whisper's non-speech symbols)
+    suppress_begin: np.ndarray  # not as the first chosen token (blank, eot)
+    max_initial_timestamp: int  # index of the last timestamp an answer may start with
+
+
+class _Layer:
+    """One decoder block's weights, transposed for ``x @ w``."""
+
+    def __init__(self, v: dict[str, np.ndarray], prefix: str) -> None:
+        def w(name: str) -> np.ndarray:
+            return np.ascontiguousarray(v[f"{prefix}{name}/weight"].T, dtype=np.float32)
+
+        def b(name: str) -> np.ndarray:
+            return v[f"{prefix}{name}"].astype(np.float32)
+
+        self.norm1 = b("self_attention/layer_norm/gamma"), b("self_attention/layer_norm/beta")
+        self.qkv, self.qkv_b = w("self_attention/linear_0"), b("self_attention/linear_0/bias")
+        self.out1, self.out1_b = w("self_attention/linear_1"), b("self_attention/linear_1/bias")
+        self.norm2 = b("attention/layer_norm/gamma"), b("attention/layer_norm/beta")
+        self.q, self.q_b = w("attention/linear_0"), b("attention/linear_0/bias")
+        self.kv, self.kv_b = w("attention/linear_1"), b("attention/linear_1/bias")
+        self.out2, self.out2_b = w("attention/linear_2"), b("attention/linear_2/bias")
+        self.norm3 = b("ffn/layer_norm/gamma"), b("ffn/layer_norm/beta")
+        self.ff1, self.ff1_b = w("ffn/linear_0"), b("ffn/linear_0/bias")
+        self.ff2, self.ff2_b = w("ffn/linear_1"), b("ffn/linear_1/bias")
+
+
+class WhisperDecoder:
+    """Greedy decoding with a batched prompt pass and draft checking (see module doc)."""
+
+    def __init__(self, variables: dict[str, np.ndarray], special: SpecialTokens,
+                 suppress_ids: Sequence[int], suppress_ids_begin: Sequence[int]) -> None:
+        flags = {name: int(variables[f"decoder/{name}"]) for name in
+                 ("pre_norm", "activation", "scale_embeddings", "alibi")}
+        if flags != {"pre_norm": 1, "activation": _GELU, "scale_embeddings": 0, "alibi": 0}:
+            raise ModelFileError(f"not a Whisper decoder this code runs: {flags}")
+        self.heads = int(variables["decoder/num_heads"])
+        embeddings = variables["decoder/embeddings/weight"]
+        self.width = embeddings.shape[1]
+        self.head_width = self.width // self.heads
+        # Tied: logits = x @ E.T, and a token's embedding is a column. One float32 copy.
+        self._output = np.ascontiguousarray(embeddings.T, dtype=np.float32)
+        self._positions = variables["decoder/position_encodings/encodings"].astype(np.float32)
+        count = 0
+        while f"decoder/layer_{count}/ffn/linear_0/weight" in variables:
+            count += 1
+        self._layers = [_Layer(variables, f"decoder/layer_{i}/") for i in range(count)]
+        self._norm = (variables["decoder/layer_norm/gamma"].astype(np.float32),
+                      variables["decoder/layer_norm/beta"].astype(np.float32))
+        self.special = special
+        self._suppress = np.asarray(sorted(suppress_ids), dtype=np.int64)
+        self._suppress_begin = np.asarray(sorted(suppress_ids_begin), dtype=np.int64)
+        shape = (count, self.heads, _MAX_POSITIONS, self.head_width)
+        self._keys = np.zeros(shape, np.float32)
+        self._values = np.zeros(shape, np.float32)
+        self._cross: list[tuple[np.ndarray, np.ndarray]] = []
+
+    @classmethod
+    def from_model_dir(cls, folder: str | os.PathLike[str]) -> WhisperDecoder:
+        """The decoder of a converted Whisper model (``model.bin`` + ``config.json``)."""
+        folder = Path(folder)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        vocabulary = _vocabulary(folder)
+        variables = read_variables(folder / "model.bin", lambda n: n.startswith("decoder/"))
+        index = {token: i for i, token in enumerate(vocabulary)}
+        no_speech = index.get("<|nospeech|>", index.get("<|nocaptions|>"))
+        if no_speech is None or "<|notimestamps|>" not in index:
+            raise ModelFileError("the vocabulary has no Whisper special tokens")
+        special = SpecialTokens(eot=index["<|endoftext|>"], sot=index["<|startoftranscript|>"],
+                                no_timestamps=index["<|notimestamps|>"],
+                                no_speech=no_speech, vocabulary=len(vocabulary))
+        return cls(variables, special, config.get("suppress_ids", []),
+                   config.get("suppress_ids_begin", []))
+
+    # -- decoding --------------------------------------------------------------
+
+    def greedy(self, encoder_output: np.ndarray, prompt: Sequence[int], start: int, *,
+               max_length: int, suppress_blank: bool = True, suppress_tokens: bool = True,
+               max_initial_timestamp_index: int = 50, draft: Sequence[int] = (),
+               stop: Callable[[list[int]], bool] | None = None) -> Decoded:
+        """The greedy answer to ``prompt`` (as CTranslate2's ``generate`` would give it).
+
+        ``encoder_output`` is one clip's encoder output ([frames, width]).
+        ``prompt[start]`` is the start token (the last of <|startoftranscript|>'s
+        special tokens); what follows it is forced. ``draft`` is a guess at the
+        tokens after the forced ones: checked, never trusted. ``stop`` sees the
+        chosen tokens after each text token and may end the answer there (the
+        caller knows it will throw the rest away, e.g. a repetition loop).
+        """
+        special = self.special
+        forced = list(prompt[start + 1 :])
+        before = start  # tokens before the start token (positions 0 .. start-1)
+        steps = min(max_length // 2, max_length - before)
+        if before + steps > _MAX_POSITIONS or steps <= len(forced):
+            raise ValueError(f"prompt of {len(prompt)} tokens leaves no room to answer")
+        if special.sot not in prompt[: start + 1]:
+            raise ValueError("the prompt has no <|startoftranscript|>")
+        timestamps = prompt[start] != special.no_timestamps
+        rules = Rules(
+            suppress=self._suppress if suppress_tokens else self._suppress[:0],
+            suppress_begin=self._suppress_begin if suppress_blank else self._suppress[:0],
+            max_initial_timestamp=special.timestamp_begin + max_initial_timestamp_index,
+        )
+        draft = [t for t in draft[: steps - len(forced) - 1]]
+        if special.eot in draft:
+            draft = draft[: draft.index(special.eot)]
+        self._cross = self._cross_attention(np.asarray(encoder_output, dtype=np.float32))
+
+        # One pass: prompt, start token, forced tokens, draft.
+        hidden = self._forward(list(prompt) + draft, 0)
+        sot = max(i for i in range(start + 1) if prompt[i] == special.sot)
+        no_speech = _softmax_at(self._logits(hidden[sot : sot + 1])[0], special.no_speech)
+        rows = self._logits(hidden[start + len(forced) :])  # one per step after the forced ones
+        chosen: list[int] = []
+        score = 0.0
+        drafted = 0
+        while True:
+            step = len(forced) + len(chosen)
+            if rows is None:  # past the draft: one step for the last token
+                rows = self._logits(self._forward([chosen[-1]], before + step))
+            row, rows = rows[0], (rows[1:] if len(rows) > 1 else None)
+            token, logprob = self._choose(row, chosen, rules, timestamps, first=step == 0)
+            score += logprob
+            if token == special.eot:
+                break
+            chosen.append(token)
+            if step + 1 == steps or (stop is not None and token < special.eot and stop(chosen)):
+                break
+            if rows is not None:
+                if len(chosen) <= len(draft) and token == draft[len(chosen) - 1]:
+                    drafted += 1  # the pass already ran this token
+                else:
+                    rows = None  # the draft went astray here: later rows are void
+        tokens = forced + chosen
+        return Decoded(tokens, score / max(1, len(tokens)), no_speech, drafted)
+
+    def _choose(self, logits: np.ndarray, chosen: list[int], rules: Rules,
+                timestamps: bool, first: bool) -> tuple[int, float]:
+        """The next token and its log-probability (CTranslate2's rules, in its order)."""
+        special = self.special
+        begin = special.timestamp_begin
+        x = logits.copy()
+        x[rules.suppress] = -np.inf
+        if not chosen:
+            x[rules.suppress_begin] = -np.inf
+        check_timestamps = False
+        if timestamps:
+            x[special.no_timestamps] = -np.inf
+            if first:  # nothing forced: the answer opens with an early timestamp
+                x[:begin] = -np.inf
+                x[rules.max_initial_timestamp + 1 :] = -np.inf
+            elif chosen:  # timestamps come in pairs and never go back
+                last = chosen[-1]
+                if last >= begin:
+                    penultimate = chosen[-2] if len(chosen) > 1 else last
+                    if penultimate >= begin:
+                        x[begin:] = -np.inf
+                    else:
+                        x[: special.eot] = -np.inf
+                        x[begin:last] = -np.inf
+                        check_timestamps = True
+                else:
+                    check_timestamps = True
+                    latest = next((t for t in reversed(chosen) if t >= begin), None)
+                    if latest is not None:
+                        x[begin : latest + 1] = -np.inf
+        logprobs = _log_softmax(x)
+        if check_timestamps:
+            text_best = float(logprobs[:begin].max())
+            if float(_logsumexp(logprobs[begin:])) > text_best:
+                x[:begin] = -np.inf
+                logprobs = _log_softmax(x)
+        token = int(np.argmax(logprobs))
+        return token, float(logprobs[token])
+
+    # -- the network -----------------------------------------------------------
+
+    def _cross_attention(self, memory: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each layer's keys ([heads, width, frames]) and values ([heads, frames, width])."""
+        frames = memory.shape[0]
+        out = []
+        for layer in self._layers:
+            kv = memory @ layer.kv + layer.kv_b
+            k = kv[:, : self.width].reshape(frames, self.heads, self.head_width)
+            v = kv[:, self.width :].reshape(frames, self.heads, self.head_width)
+            out.append((np.ascontiguousarray(k.transpose(1, 2, 0)),
+                        np.ascontiguousarray(v.transpose(1, 0, 2))))
+        return out
+
+    def _forward(self, tokens: Sequence[int], position: int) -> np.ndarray:
+        """Hidden states of ``tokens`` placed at ``position``; their keys join the cache."""
+        n = len(tokens)
+        end = position + n
+        heads, width = self.heads, self.head_width
+        scale = 1.0 / math.sqrt(width)
+        x = self._output[:, tokens].T + self._positions[position:end]
+        mask = None
+        if n > 1:
+            mask = np.triu(np.full((n, end), -np.inf, np.float32), position + 1)
+        for i, layer in enumerate(self._layers):
+            h = _layer_norm(x, *layer.norm1) @ layer.qkv + layer.qkv_b
+            q = h[:, : self.width].reshape(n, heads, width).transpose(1, 0, 2) * scale
+            self._keys[i, :, position:end] = h[:, self.width : 2 * self.width].reshape(
+                n, heads, width).transpose(1, 0, 2)
+            self._values[i, :, position:end] = h[:, 2 * self.width :].reshape(
+                n, heads, width).transpose(1, 0, 2)
+            scores = q @ self._keys[i, :, :end].transpose(0, 2, 1)
+            if mask is not None:
+                scores += mask
+            x = x + _attend(scores, self._values[i, :, :end]) @ layer.out1 + layer.out1_b
+            q = (_layer_norm(x, *layer.norm2) @ layer.q + layer.q_b).reshape(
+                n, heads, width).transpose(1, 0, 2) * scale
+            keys, values = self._cross[i]
+            x = x + _attend(q @ keys, values) @ layer.out2 + layer.out2_b
+            h = _gelu(_layer_norm(x, *layer.norm3) @ layer.ff1 + layer.ff1_b)
+            x = x + h @ layer.ff2 + layer.ff2_b
+        return x
+
+    def _logits(self, hidden: np.ndarray) -> np.ndarray:
+        return _layer_norm(hidden, *self._norm) @ self._output
+
+
+def _vocabulary(folder: Path) -> list[str]:
+    text = folder / "vocabulary.txt"
+    if text.exists():
+        return text.read_text(encoding="utf-8").splitlines()
+    return json.loads((folder / "vocabulary.json").read_text(encoding="utf-8"))
+
+
+def _attend(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, then the weighted values, heads merged back."""
+    scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    scores /= scores.sum(axis=-1, keepdims=True)
+    out = scores @ values  # [heads, n, width]
+    return out.transpose(1, 0, 2).reshape(out.shape[1], -1)
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    variance = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(variance + _LN_EPS) * gamma + beta
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """Exact GELU, x·Φ(x), with erf from Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7)."""
+    z = np.abs(x) * (1.0 / math.sqrt(2.0))
+    t = 1.0 / (1.0 + 0.3275911 * z)
+    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+            + 0.254829592) * t
+    erf = 1.0 - poly * np.exp(-z * z)
+    return 0.5 * x * (1.0 + np.copysign(erf, x))
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    shifted = x - x.max()
+    return shifted - math.log(float(np.exp(shifted).sum()))
+
+
+def _logsumexp(x: np.ndarray) -> float:
+    top = float(x.max())
+    if top == -np.inf:
+        return top
+    return top + math.log(float(np.exp(x - top).sum()))
+
+
+def _softmax_at(x: np.ndarray, index: int) -> float:
+    return float(np.exp(_log_softmax(x)[index]))

@@ -1,0 +1,187 @@
+"""The numpy Whisper decoder against CTranslate2 on real speech, and its draft checking.
+
+CTranslate2 loaded in float32 runs the same weights the numpy decoder uses, so the
+two must give the same tokens, score and no-speech probability for every prompt
+shape the engine sends: previous text or none, a forced prefix or none, English
+tiny.en and multilingual base with its language tokens.
+"""
+
+from __future__ import annotations
+
+import ctranslate2
+import numpy as np
+import pytest
+from faster_whisper import WhisperModel
+from faster_whisper.tokenizer import Tokenizer
+
+from captioner.engine.ct2_model import ModelFileError, read_variables
+from captioner.engine.model_paths import bundled_model_dir
+from captioner.engine.multilingual import model_folder, multilingual_installed
+from captioner.engine.whisper import WhisperEngine, draft_after
+from captioner.engine.whisper_decoder import WhisperDecoder
+from tests.support.speech_set import clip
+
+TINY = bundled_model_dir()
+CONTEXT = " It was the best of times, it was the worst of times."
+
+
+class Reference:
+    """One model in CTranslate2 float32 and in numpy, with prompts built as the engine does."""
+
+    def __init__(self, folder, language: str) -> None:
+        self.model = WhisperModel(str(folder), device="cpu", compute_type="float32",
+                                  cpu_threads=2, local_files_only=True)
+        multilingual = self.model.model.is_multilingual
+        self.tokenizer = Tokenizer(self.model.hf_tokenizer, multilingual, task="transcribe",
+                                   language=language)
+        self.decoder = WhisperDecoder.from_model_dir(folder)
+
+    def encode(self, audio: np.ndarray) -> ctranslate2.StorageView:
+        frames = len(audio) // 160 + 200  # the clip and 2 s of silence
+        padded = np.zeros(frames * 160, np.float32)
+        padded[: len(audio)] = audio
+        features = self.model.feature_extractor(padded, padding=0)[:, :frames]
+        batch = ctranslate2.StorageView.from_array(np.ascontiguousarray(features[None]))
+        return self.model.model.encode(batch, to_cpu=True)
+
+    def prompt(self, context: str, prefix: str) -> tuple[list[int], int]:
+        tk = self.tokenizer
+        prompt = [tk.sot_prev, *tk.encode(context)] if context else []
+        prompt += [*tk.sot_sequence, tk.timestamp_begin]
+        start = len(prompt) - 2
+        return prompt + (tk.encode(prefix) if prefix else []), start
+
+    def both(self, audio: np.ndarray, context: str, prefix: str, **options):
+        encoded = self.encode(audio)
+        prompt, start = self.prompt(context, prefix)
+        max_length = len(prompt) + 56
+        expected = self.model.model.generate(
+            encoded, [prompt], beam_size=1, max_length=max_length, return_scores=True,
+            return_no_speech_prob=True, suppress_blank=not prefix, suppress_tokens=[-1],
+            max_initial_timestamp_index=50)[0]
+        got = self.decoder.greedy(np.asarray(encoded)[0], prompt, start,
+                                  max_length=max_length, suppress_blank=not prefix, **options)
+        return expected, got, (encoded, prompt, start, max_length)
+
+
+def windows(name: str, seconds: float, step: float) -> list[np.ndarray]:
+    audio = clip(name).samples()
+    size, hop = int(seconds * 16000), int(step * 16000)
+    return [audio[i : i + size] for i in range(0, len(audio) - size // 2, hop)]
+
+
+@pytest.fixture(scope="module")
+def tiny() -> Reference:
+    return Reference(TINY, "en")
+
+
+CASES = [(context, prefix) for context in ("", CONTEXT) for prefix in ("", " And")]
+
+
+@pytest.mark.parametrize("name", ["jfk", "sonnet_phone"])
+def test_greedy_matches_ctranslate2_on_real_speech(tiny: Reference, name: str) -> None:
+    compared = 0
+    for audio in windows(name, 4.0, 2.5)[:4]:
+        for context, prefix in CASES:
+            expected, got, _ = tiny.both(audio, context, prefix)
+            assert got.tokens == expected.sequences_ids[0], (context, prefix)
+            assert got.score == pytest.approx(expected.scores[0], abs=2e-3)
+            assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
+            compared += 1
+    assert compared == 16
+
+
+@pytest.mark.skipif(not multilingual_installed(), reason="the multilingual extra is not installed")
+def test_greedy_matches_ctranslate2_with_language_tokens() -> None:
+    base = Reference(model_folder("base"), "en")
+    for audio in windows("jfk", 4.0, 4.0)[:2]:
+        expected, got, _ = base.both(audio, CONTEXT, "")
+        assert got.tokens == expected.sequences_ids[0]
+        assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
+
+
+def test_a_draft_never_changes_the_answer_only_its_cost(tiny: Reference) -> None:
+    audio = windows("sonnet", 5.0, 5.0)[1]
+    _, plain, (encoded, prompt, start, max_length) = tiny.both(audio, CONTEXT, "")
+    memory = np.asarray(encoded)[0]
+    answer = plain.tokens[1:]  # after the forced <|0.00|>
+    assert len(answer) >= 6 and plain.drafted == 0
+
+    def decode(draft):
+        return tiny.decoder.greedy(memory, prompt, start, max_length=max_length, draft=draft)
+
+    whole = decode(answer)
+    assert whole.tokens == plain.tokens
+    assert whole.drafted == len(answer)  # every token rode in the one pass
+    wrong_at = 3
+    astray = decode([*answer[:wrong_at], answer[wrong_at] + 1, *answer[wrong_at + 1 :]])
+    assert astray.tokens == plain.tokens and astray.drafted == wrong_at
+    noise = decode([tiny.tokenizer.encode(" banana")[0]] * 20)
+    assert noise.tokens == plain.tokens and noise.drafted == 0
+
+
+def test_stop_ends_the_answer_where_the_caller_says(tiny: Reference) -> None:
+    audio = windows("sonnet", 5.0, 5.0)[1]
+    _, plain, (encoded, prompt, start, max_length) = tiny.both(audio, "", "")
+    seen = []
+
+    def stop(chosen):
+        seen.append(list(chosen))
+        return len(chosen) == 3
+
+    got = tiny.decoder.greedy(np.asarray(encoded)[0], prompt, start, max_length=max_length,
+                              stop=stop)
+    assert got.tokens == plain.tokens[:4]  # <|0.00|> and three chosen
+    assert seen[-1] == plain.tokens[1:4]
+
+
+def test_draft_after_steps_over_timestamps_the_forced_words_lack() -> None:
+    begin = 1000
+    previous = [begin, 5, 6, begin + 90, begin + 90, 7, 8, begin + 150]
+    assert draft_after(previous, [begin, 5, 6], begin) == [begin + 90, begin + 90, 7, 8,
+                                                          begin + 150]
+    assert draft_after(previous, [begin, 5, 6, 7], begin) == [8, begin + 150]
+    assert draft_after(previous, [begin, 5, 9], begin) == []  # the words now forced differ
+    assert draft_after([], [begin], begin) == []
+
+
+def test_engine_live_decodes_run_in_numpy_and_finals_do_not() -> None:
+    engine = WhisperEngine(threads=2)
+    assert engine._decoder is not None
+    calls = []
+    greedy = engine._decoder.greedy
+    engine._decoder.greedy = lambda *a, **k: calls.append(k.get("draft")) or greedy(*a, **k)
+    audio = clip("jfk").samples()[: 16000 * 4]
+    live = engine.decode(audio)
+    second = engine.decode(audio)
+    assert live and second == live
+    assert len(calls) == 2 and calls[0] == [] and calls[1]  # the first answer drafts the next
+    engine.decode(audio, final=True)
+    assert len(calls) == 2
+
+
+def test_reader_gives_named_arrays_and_refuses_a_cut_file(tmp_path) -> None:
+    variables = read_variables(TINY / "model.bin", lambda name: name.startswith("decoder/"))
+    assert variables["decoder/embeddings/weight"].shape == (51864, 384)
+    assert variables["decoder/projection/weight"] is variables["decoder/embeddings/weight"]
+    assert not any(name.startswith("encoder/") for name in variables)
+    cut = tmp_path / "model.bin"
+    cut.write_bytes((TINY / "model.bin").read_bytes()[:200_000])
+    with pytest.raises(ModelFileError):
+        read_variables(cut)
+    wrong = tmp_path / "other.bin"
+    wrong.write_bytes(b"\x63\x00\x00\x00" + bytes(64))
+    with pytest.raises(ModelFileError, match="version"):
+        read_variables(wrong)
+
+
+def test_engine_falls_back_to_ctranslate2_when_the_decoder_cannot_load(monkeypatch,
+                                                                       caplog) -> None:
+    def refuse(folder):
+        raise ModelFileError("binary version 7 (known: (5, 6))")
+
+    monkeypatch.setattr(WhisperDecoder, "from_model_dir", refuse)
+    engine = WhisperEngine(threads=2)
+    assert engine._decoder is None
+    assert "live decodes stay in CTranslate2" in caplog.text
+    assert engine.decode(clip("jfk").samples()[: 16000 * 3])
