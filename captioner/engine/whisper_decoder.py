@@ -51,7 +51,6 @@ class SpecialTokens:
     sot: int
     no_timestamps: int
     no_speech: int
-    vocabulary: int  # tokens in all; the last is the last timestamp
 
     @property
     def timestamp_begin(self) -> int:
@@ -142,7 +141,7 @@ class WhisperDecoder:
             raise ModelFileError("the vocabulary has no Whisper special tokens")
         special = SpecialTokens(eot=index["<|endoftext|>"], sot=index["<|startoftranscript|>"],
                                 no_timestamps=index["<|notimestamps|>"],
-                                no_speech=no_speech, vocabulary=len(vocabulary))
+                                no_speech=no_speech)
         return cls(variables, special, config.get("suppress_ids", []),
                    config.get("suppress_ids_begin", []))
 
@@ -165,17 +164,19 @@ class WhisperDecoder:
         forced = list(prompt[start + 1 :])
         before = start  # tokens before the start token (positions 0 .. start-1)
         steps = min(max_length // 2, max_length - before)
-        if before + steps > _MAX_POSITIONS or steps <= len(forced):
-            raise ValueError(f"prompt of {len(prompt)} tokens leaves no room to answer")
+        if before + steps > _MAX_POSITIONS:
+            raise ValueError(f"max_length {max_length} is past the model's {_MAX_POSITIONS}")
         if special.sot not in prompt[: start + 1]:
             raise ValueError("the prompt has no <|startoftranscript|>")
+        if steps <= len(forced):  # no room left after the forced tokens: they are the answer
+            return Decoded(forced[:steps], 0.0, 0.0, 0)
         timestamps = prompt[start] != special.no_timestamps
         rules = Rules(
             suppress=self._suppress if suppress_tokens else self._suppress[:0],
             suppress_begin=self._suppress_begin if suppress_blank else self._suppress[:0],
             max_initial_timestamp=special.timestamp_begin + max_initial_timestamp_index,
         )
-        draft = [t for t in draft[: steps - len(forced) - 1]]
+        draft = list(draft[: steps - len(forced) - 1])
         if special.eot in draft:
             draft = draft[: draft.index(special.eot)]
         self._cross = self._cross_attention(np.asarray(encoder_output, dtype=np.float32))

@@ -185,3 +185,16 @@ def test_engine_falls_back_to_ctranslate2_when_the_decoder_cannot_load(monkeypat
     assert engine._decoder is None
     assert "live decodes stay in CTranslate2" in caplog.text
     assert engine.decode(clip("jfk").samples()[: 16000 * 3])
+
+
+def test_a_length_cap_inside_the_forced_words_ends_the_answer_as_ctranslate2_does(
+        tiny: Reference) -> None:
+    audio = windows("jfk", 4.0, 4.0)[0]
+    encoded = tiny.encode(audio)
+    prompt, start = tiny.prompt("", " And so my fellow Americans, ask not")
+    for max_length in (6, 12, len(prompt) + 3):
+        expected = tiny.model.model.generate(encoded, [prompt], beam_size=1,
+                                             max_length=max_length, suppress_blank=False)[0]
+        got = tiny.decoder.greedy(np.asarray(encoded)[0], prompt, start,
+                                  max_length=max_length, suppress_blank=False)
+        assert got.tokens == expected.sequences_ids[0], max_length
