@@ -10,90 +10,23 @@ transcripts. The other variables (convolutions, layer norms, biases) stay float1
 in the source. config.json, tokenizer.json and
 vocabulary.txt are copied unchanged.
 
-``model.bin`` layout (CTranslate2's ``ModelSpec._serialize``): version, spec name,
-revision, then each variable (name, rank, dims, dtype id, byte count, bytes), then
-aliases (name → variable name). All little-endian.
+``model.bin`` is read and written by captioner.engine.ct2_model (the engine reads
+Whisper's decoder with it too).
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import struct
 import sys
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 from ctranslate2.specs import model_spec, whisper_spec
 
-# Order of CTranslate2's DataType enum (include/ctranslate2/types.h).
-DTYPES = ("float32", "int8", "int16", "int32", "float16", "bfloat16")
+from captioner.engine.ct2_model import ModelFile
+
 QUANTIZATION = "int8_float16"
-
-
-class ModelFile:
-    """The variables and aliases of one model.bin."""
-
-    def __init__(self, version: int, name: str, revision: int,
-                 variables: dict[str, np.ndarray], aliases: dict[str, str]) -> None:
-        self.version, self.name, self.revision = version, name, revision
-        self.variables, self.aliases = variables, aliases
-
-    @classmethod
-    def read(cls, path: Path) -> ModelFile:
-        with path.open("rb") as f:
-            version, = _unpack(f, "I")
-            name = _read_string(f)
-            revision, count = _unpack(f, "II")
-            variables = {}
-            for _ in range(count):
-                var_name = _read_string(f)
-                rank, = _unpack(f, "B")
-                shape = _unpack(f, "I" * rank)
-                type_id, size = _unpack(f, "BI")
-                if DTYPES[type_id] == "bfloat16":
-                    raise ValueError(f"{path}: bfloat16 variables are not supported")
-                data = np.frombuffer(f.read(size), dtype=DTYPES[type_id])
-                variables[var_name] = data.reshape(shape)
-            aliases = {}
-            for _ in range(_unpack(f, "I")[0]):
-                alias = _read_string(f)
-                aliases[alias] = _read_string(f)
-            if f.read(1):
-                raise ValueError(f"{path}: unexpected bytes after the aliases")
-        return cls(version, name, revision, variables, aliases)
-
-    def write(self, path: Path) -> None:
-        with path.open("wb") as f:
-            f.write(struct.pack("<I", self.version))
-            _write_string(f, self.name)
-            f.write(struct.pack("<II", self.revision, len(self.variables)))
-            for var_name, value in sorted(self.variables.items()):
-                _write_string(f, var_name)
-                f.write(struct.pack(f"<B{value.ndim}I", value.ndim, *value.shape))
-                data = np.ascontiguousarray(value).tobytes()
-                f.write(struct.pack("<BI", DTYPES.index(value.dtype.name), len(data)))
-                f.write(data)
-            f.write(struct.pack("<I", len(self.aliases)))
-            for alias, target in sorted(self.aliases.items()):
-                _write_string(f, alias)
-                _write_string(f, target)
-
-
-def _unpack(f: BinaryIO, fmt: str) -> tuple[int, ...]:
-    fmt = "<" + fmt
-    return struct.unpack(fmt, f.read(struct.calcsize(fmt)))
-
-
-def _read_string(f: BinaryIO) -> str:
-    length, = _unpack(f, "H")  # includes the trailing NUL
-    return f.read(length)[:-1].decode("utf-8")
-
-
-def _write_string(f: BinaryIO, text: str) -> None:
-    data = text.encode("utf-8")
-    f.write(struct.pack("<H", len(data) + 1) + data + b"\0")
 
 
 def quantize(model: ModelFile) -> ModelFile:

@@ -18,8 +18,9 @@ key/value cache, so it can
 The choice at each step follows CTranslate2's Whisper ``generate`` exactly
 (suppressed tokens, blank suppression, the timestamp rules, the score and the
 no-speech probability), so the engine reads results the same way from both.
-Weights are the model's own float16 values in float32 (CTranslate2 runs them
-as int8 here), so a word on a knife's edge may read differently.
+Weights are the model's stored values in float32 (float16 as packaged, or the
+installers' int8 copy dequantized; CTranslate2 runs them as int8 here), so a
+word on a knife's edge may read differently.
 
 The encoder stays in CTranslate2: its output comes in as an array.
 Plain numpy, no I/O; one instance serves calls one at a time.
@@ -36,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from captioner.engine.ct2_model import ModelFileError, read_variables
+from captioner.engine.ct2_model import ModelFileError, dequantized, read_variables
 
 _MAX_POSITIONS = 448  # Whisper's text context
 _LN_EPS = 1e-5
@@ -134,7 +135,8 @@ class WhisperDecoder:
         folder = Path(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         vocabulary = _vocabulary(folder)
-        variables = read_variables(folder / "model.bin", lambda n: n.startswith("decoder/"))
+        variables = dequantized(
+            read_variables(folder / "model.bin", lambda n: n.startswith("decoder/")))
         index = {token: i for i, token in enumerate(vocabulary)}
         no_speech = index.get("<|nospeech|>", index.get("<|nocaptions|>"))
         if no_speech is None or "<|notimestamps|>" not in index:

@@ -8,6 +8,10 @@ tiny.en and multilingual base with its language tokens.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import ctranslate2
 import numpy as np
 import pytest
@@ -22,6 +26,7 @@ from captioner.engine.whisper import WhisperEngine, draft_after
 from captioner.engine.whisper_decoder import WhisperDecoder
 from tests.support.speech_set import clip
 
+ROOT = Path(__file__).resolve().parents[2]
 TINY = bundled_model_dir()
 CONTEXT = " It was the best of times, it was the worst of times."
 
@@ -90,6 +95,20 @@ def test_greedy_matches_ctranslate2_on_real_speech(tiny: Reference, name: str) -
             assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
             compared += 1
     assert compared == 16
+
+
+def test_the_installers_int8_copy_decodes_as_ctranslate2_reads_it(tmp_path) -> None:
+    """The bundle ships tiny.en stored int8 (installer/quantize_model.py)."""
+    target = tmp_path / "int8"
+    subprocess.run([sys.executable, str(ROOT / "installer" / "quantize_model.py"), str(TINY),
+                    str(target)], check=True, capture_output=True)
+    stored = read_variables(target / "model.bin", lambda n: n.startswith("decoder/layer_0/"))
+    assert stored["decoder/layer_0/ffn/linear_0/weight"].dtype == np.int8
+    int8 = Reference(target, "en")  # CTranslate2 in float32 dequantizes as we do
+    for audio in windows("jfk", 4.0, 4.0)[:2]:
+        expected, got, _ = int8.both(audio, CONTEXT, " And")
+        assert got.tokens == expected.sequences_ids[0]
+        assert got.score == pytest.approx(expected.scores[0], abs=2e-3)
 
 
 @pytest.mark.skipif(not multilingual_installed(), reason="the multilingual extra is not installed")
