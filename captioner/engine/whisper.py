@@ -23,10 +23,13 @@ dominate the cost of re-decoding a growing utterance:
   token, and only the newest words cost a step each. Finals (beam search)
   stay in CTranslate2.
 
-No timestamps are generated (``<|notimestamps|>``): the policy cuts audio on
-the speech gate's pauses, never inside words, so it needs none.
+Answers are timestamped (each starts at a forced ``<|0.00|>``), though the
+policy cuts audio on the speech gate's pauses and never at a timestamp: the
+timestamps let ``_segments`` drop text the decoder invents past the audio's
+end, and without them tiny.en stops early or loops more often.
 
-Sharing: one loaded model serves every transcriber; CTranslate2 models are
+Sharing: one loaded model serves every transcriber (the numpy decoder keeps one
+cache, so its calls take a lock); CTranslate2 models are
 safe to call from several threads (with ``num_workers=1`` calls run one after
 another, which is what the server's worker thread does anyway).
 """
@@ -209,7 +212,7 @@ class WhisperEngine:
                 max_length=max_length,
                 return_scores=True,
                 return_no_speech_prob=True,
-                suppress_blank=not prefix.strip(),
+                suppress_blank=not said,
                 suppress_tokens=[-1],
                 max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
             )[0]
