@@ -61,7 +61,6 @@ from captioner.engine.streaming import (
 )
 from captioner.engine.vad import SileroGate
 from captioner.engine.whisper_decoder import WhisperDecoder
-from captioner.memory import return_free_memory
 
 if TYPE_CHECKING:
     from captioner.settings import RecognitionSettings
@@ -83,7 +82,6 @@ _PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 _LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
 _REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
 _DRAFTS = 8  # live answers kept as drafts (one per stream being captioned, and spare)
-_TRIM_EVERY = 8  # finals between returns of freed heap memory to the system
 
 # Text Whisper produces for silence, noise and music (YouTube subtitle credits).
 HALLUCINATIONS = frozenset(
@@ -154,7 +152,6 @@ class WhisperEngine:
         self._decoder_lock = threading.Lock()  # it keeps one cache: one call at a time
         self._blas = ThreadpoolController()
         self._drafts: OrderedDict[tuple[int, ...], list[int]] = OrderedDict()
-        self._finals = 0
         self.language = language if self.multilingual else "en"
         self._tokenizers: dict[str | None, Tokenizer] = {}
         log.info("= whisper model loaded from %s (%d threads)", self.model_dir, self.threads)
@@ -218,10 +215,6 @@ class WhisperEngine:
             )[0]
             tokens = result.sequences_ids[0]
             score, no_speech_prob = result.scores[0], result.no_speech_prob
-            if final:
-                self._finals += 1
-                if self._finals % _TRIM_EVERY == 0:  # now and then: the next decode refaults
-                    return_free_memory()  # what decodes freed goes back (captioner.memory)
         if tokens[: len(forced)] == forced:  # the answer starts with the forced prefix
             tokens = tokens[len(forced) :]
         text = self._segments(tokenizer, tokens, seconds)
