@@ -203,8 +203,8 @@ class WhisperDecoder:
             chosen.append(token)
             if step + 1 == steps or (stop is not None and token < special.eot and stop(chosen)):
                 break
-            if rows is not None:
-                if len(chosen) <= len(draft) and token == draft[len(chosen) - 1]:
+            if rows is not None:  # the next row's input is draft[len(chosen) - 1]
+                if token == draft[len(chosen) - 1]:
                     drafted += 1  # the pass already ran this token
                 else:
                     rows = None  # the draft went astray here: later rows are void
@@ -330,8 +330,7 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
-    shifted = x - x.max()
-    return shifted - math.log(float(np.exp(shifted).sum()))
+    return x - _logsumexp(x)
 
 
 def _logsumexp(x: np.ndarray) -> float:
