@@ -30,9 +30,11 @@ BYTES_PER_SECOND = 2 * SAMPLE_RATE
 # (32–160 ms), where live decodes land moves a few words of the noisy clip either
 # way. Offline itself moves by up to two points from one process to the next
 # (CTranslate2's int8 kernels), which is the room left above the measured figure.
-# Paced was +2 to +4 words when live agreements were committed.
+# Paced was +2 to +4 words when live agreements were committed. On a CPU with
+# AVX-512 and AMX int8 kernels the same code made +4 words in both modes (Kennedy's
+# "ask not" read "as not" on each of his three clips): one margin for both.
 FAST_WER_MARGIN = 0.04
-PACED_WER_MARGIN = 0.03
+PACED_WER_MARGIN = 0.04
 # Every trait of the set, in 65 s of audio (the 53 s readings are the benchmark's).
 TESTED = [clip(name) for name in ("sonnet_cut", "jfk", "jfk_cut", "jfk_phone")]
 
