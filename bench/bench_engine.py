@@ -23,8 +23,9 @@ Each figure is measured in this process, beside the offline baseline:
   on noisy speech tiny.en reads the same span differently from a start 30–90 ms
   apart, so one grid is one draw; the spread says how far an idea's effect must
   exceed it. And once pushed in 128 ms chunks: the text must not change.
-- fast mode once more with the live decodes in CTranslate2 (int8, a step per token) instead
-  of the numpy decoder with drafts: errors and CPU, the baseline for that choice.
+- fast mode once more with the live decodes in the other runtime (the numpy decoder with
+  drafts if the engine runs them in CTranslate2, as by default; ``--live numpy`` swaps
+  the two): errors and CPU, the baseline for that choice.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts; and
   how many live answer tokens were accepted from the previous answer (the draft).
@@ -59,6 +60,7 @@ from captioner.engine.streaming import (
     word_key,
 )
 from captioner.engine.whisper import WhisperEngine
+from captioner.engine.whisper_decoder import WhisperDecoder
 from captioner.settings import AudioSettings
 from tests.support.speech_set import CLIPS, SpeechClip, speech_onset, word_errors
 
@@ -112,9 +114,10 @@ class _Timed:
 
 
 @contextlib.contextmanager
-def _ctranslate2_live(engine: WhisperEngine) -> Iterator[None]:
-    """Live decodes in CTranslate2, as before the numpy decoder (a baseline for it)."""
-    decoder, engine._decoder = engine._decoder, None
+def _other_live(engine: WhisperEngine, numpy_decoder: WhisperDecoder) -> Iterator[None]:
+    """Live decodes in the other runtime: numpy if the engine uses CTranslate2, and back."""
+    decoder = engine._decoder
+    engine._decoder = numpy_decoder if decoder is None else None
     try:
         yield
     finally:
@@ -305,6 +308,8 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", choices=WHISPER_MODELS, default="tiny.en",
                         help="base needs the 'multilingual' extra")
+    parser.add_argument("--live", choices=("ctranslate2", "numpy"), default="ctranslate2",
+                        help="where the engine runs its live decodes")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
     parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
@@ -318,8 +323,10 @@ def main() -> int:
     if args.model == "base" and not multilingual_installed():
         print("the multilingual model (base) is not installed: " + EXTRA_HINT)
         return 1
-    engine = WhisperEngine(threads=args.threads, model=args.model, options=options)
-    print(f"model {args.model}, {args.threads} threads, {options}")
+    engine = WhisperEngine(threads=args.threads, model=args.model, options=options,
+                           live_decoder=args.live)
+    print(f"model {args.model}, {args.threads} encoder threads, live decodes in {args.live}, "
+          f"{options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up
     totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}
@@ -331,7 +338,8 @@ def main() -> int:
     grids = [float(g) for g in args.grids.split(",") if g]
     by_grid: collections.Counter = collections.Counter()
     rechunked = []
-    ct2_live = [0, 0.0]  # errors, CPU: fast mode with live decodes in CTranslate2
+    other_live = [0, 0.0]  # errors, CPU: fast mode with live decodes in the other runtime
+    other_decoder = engine._decoder or WhisperDecoder.from_model_dir(engine.model_dir)
     stages: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
     print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
@@ -350,11 +358,10 @@ def main() -> int:
             varied.append((clip.name, one.text, two.text))
         if fast(engine, pcm, chunk=OTHER_CHUNK).text != one.text:
             rechunked.append(clip.name)
-        if engine._decoder is not None:
-            with _ctranslate2_live(engine):
-                run = fast(engine, pcm)
-            ct2_live[0] += word_errors(clip.reference, run.text).errors
-            ct2_live[1] += run.cpu
+        with _other_live(engine, other_decoder):
+            run = fast(engine, pcm)
+        other_live[0] += word_errors(clip.reference, run.text).errors
+        other_live[1] += run.cpu
         for grid in grids:
             with _options(engine, decide_every=grid):
                 by_grid[grid] += word_errors(clip.reference, fast(engine, pcm).text).errors
@@ -387,10 +394,10 @@ def main() -> int:
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
         + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
-    if ct2_live[1]:
-        print(f"fast mode with live decodes in CTranslate2 instead of numpy: "
-              f"{ct2_live[0]} errors, CPU {ct2_live[1] / seconds * 1000:.0f} ms per audio s "
-              f"= {ct2_live[1] / base_cpu:4.2f}× offline")
+    other = "CTranslate2 instead of numpy" if engine._decoder else "numpy instead of CTranslate2"
+    print(f"fast mode with live decodes in {other}: "
+          f"{other_live[0]} errors, CPU {other_live[1] / seconds * 1000:.0f} ms per audio s "
+          f"= {other_live[1] / base_cpu:4.2f}× offline")
     if calls["live tokens chosen"]:
         print(f"live answers: {calls['live tokens drafted']} of {calls['live tokens chosen']} "
               "tokens accepted from the previous answer in the batched pass")

@@ -21,7 +21,7 @@ from faster_whisper.tokenizer import Tokenizer
 from captioner.engine.ct2_model import ModelFileError, read_variables
 from captioner.engine.model_paths import bundled_model_dir
 from captioner.engine.multilingual import model_folder, multilingual_installed
-from captioner.engine.whisper import WhisperEngine, draft_after
+from captioner.engine.whisper import WhisperEngine, _DecodingOnOneThread, draft_after
 from captioner.engine.whisper_decoder import WhisperDecoder
 from tests.support.speech_set import clip
 
@@ -164,8 +164,9 @@ def test_draft_after_steps_over_timestamps_the_forced_words_lack() -> None:
     assert draft_after([], [begin], begin) == []
 
 
-def test_engine_live_decodes_run_in_numpy_and_finals_do_not() -> None:
-    engine = WhisperEngine(threads=2)
+def test_engine_live_decodes_run_in_numpy_when_asked_and_finals_do_not() -> None:
+    assert WhisperEngine(threads=2)._decoder is None  # CTranslate2 by default
+    engine = WhisperEngine(threads=2, live_decoder="numpy")
     assert engine._decoder is not None
     calls = []
     greedy = engine._decoder.greedy
@@ -200,7 +201,7 @@ def test_engine_falls_back_to_ctranslate2_when_the_decoder_cannot_load(monkeypat
         raise ModelFileError("binary version 7 (known: (5, 6))")
 
     monkeypatch.setattr(WhisperDecoder, "from_model_dir", refuse)
-    engine = WhisperEngine(threads=2)
+    engine = WhisperEngine(threads=2, live_decoder="numpy")
     assert engine._decoder is None
     assert "live decodes stay in CTranslate2" in caplog.text
     assert engine.decode(clip("jfk").samples()[: 16000 * 3])
@@ -217,3 +218,31 @@ def test_a_length_cap_inside_the_forced_words_ends_the_answer_as_ctranslate2_doe
         got = tiny.decoder.greedy(np.asarray(encoded)[0], prompt, start,
                                   max_length=max_length, suppress_blank=False)
         assert got.tokens == expected.sequences_ids[0], max_length
+
+
+class _Recording:
+    """Stands in for a CTranslate2 model, noting which methods were called on it."""
+
+    def __init__(self, inner, calls: list[str]) -> None:
+        self._inner, self._calls = inner, calls
+
+    def __getattr__(self, name: str):
+        value = getattr(self._inner, name)
+        if callable(value):
+            self._calls.append(name)
+        return value
+
+
+def test_decoder_calls_run_on_a_one_thread_copy_and_the_encoder_on_threads() -> None:
+    engine = WhisperEngine(threads=2)
+    split = engine._model.model
+    assert isinstance(split, _DecodingOnOneThread)
+    encoding, decoding = [], []
+    split._model = _Recording(split._model, encoding)
+    split._decoding = _Recording(split._decoding, decoding)
+    audio = clip("jfk").samples()[: 16000 * 4]
+    assert engine.decode(audio) and engine.decode(audio, final=True)
+    assert engine.transcribe(audio, beam_size=1)
+    assert "encode" in encoding and "generate" not in encoding
+    assert decoding.count("generate") >= 3 and "encode" not in decoding
+    assert not isinstance(WhisperEngine(threads=1)._model.model, _DecodingOnOneThread)
