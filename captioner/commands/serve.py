@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-dir",
                    help="CTranslate2 Whisper model folder (default: the model chosen in "
                         "Settings → Recognition, bundled tiny.en unless changed)")
-    p.add_argument("--threads", type=int, help="CPU threads for the engine")
+    p.add_argument("--threads", type=int,
+                   help="CPU threads for the engine's encoder (decoding runs on one)")
     p.set_defaults(func=run)
 
 

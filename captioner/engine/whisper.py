@@ -19,10 +19,11 @@ dominate the cost of re-decoding a growing utterance:
   usual Whisper "previous text" prompt.
 - **Decoding on one thread.** The encoder runs on ``threads``, every decoder
   call on a second, one-thread instance of the model (``_DecodingOnOneThread``:
-  a third of the CPU). Live decodes can instead run Whisper's decoder in numpy
-  (``live_decoder="numpy"``, captioner.engine.whisper_decoder), which batches
-  the prompt and checks the previous answer as a draft; on the machines
-  measured it saves nothing once CTranslate2 decodes on one thread.
+  less than half the CPU of two-thread decoding). Live decodes can instead
+  run Whisper's decoder in numpy (``live_decoder="numpy"``,
+  captioner.engine.whisper_decoder), which batches the prompt and checks the
+  previous answer as a draft; on the machine measured it costs twice as much
+  once CTranslate2 decodes on one thread.
 
 Answers are timestamped (each starts at a forced ``<|0.00|>``), though the
 policy cuts audio on the speech gate's pauses and never at a timestamp: the
@@ -37,6 +38,7 @@ another, which is what the server's worker thread does anyway).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -376,6 +378,7 @@ class WhisperEngine:
         return tokenizer
 
 
+@functools.cache  # process-wide: once is enough, however many engines load
 def _one_blas_thread() -> None:
     """Run numpy's BLAS on one thread for the rest of the process.
 
