@@ -132,7 +132,9 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
 
     def ct2_stage(name: str, kwargs: dict[str, Any]) -> str | None:
         if name == "encode":
-            return "encoder"
+            return "encoder (finals, offline)"
+        if name == "encode_live":
+            return "encoder (live)"
         if name == "generate":
             return "decoder, final (beam)" if kwargs.get("beam_size", 1) > 1 else \
                 "decoder, live (greedy)"

@@ -17,9 +17,11 @@ dominate the cost of re-decoding a growing utterance:
 - **A forced prefix.** Words the streaming policy already agreed on are given
   to the decoder as the start of its answer. Text before the utterance is the
   usual Whisper "previous text" prompt.
-- **Decoding on one thread.** The encoder runs on ``threads``, every decoder
-  call on a second, one-thread instance of the model (``_DecodingOnOneThread``:
-  less than half the CPU of two-thread decoding). Live decodes can instead
+- **Decoding on one thread.** Finals and offline transcription encode on
+  ``threads``; every decoder call, and the encoder of live decodes (short
+  windows), run on a second, one-thread instance of the model
+  (``_DecodingOnOneThread``: less than half the CPU of two-thread decoding).
+  Live decodes can instead
   run Whisper's decoder in numpy (``live_decoder="numpy"``,
   captioner.engine.whisper_decoder), which batches the prompt and checks the
   previous answer as a draft; on the machine measured it costs twice as much
@@ -127,6 +129,11 @@ class _DecodingOnOneThread:
     2.3× the CPU for no gain in wall time (real-speech set, fast mode: 175 vs
     77 ms CPU per audio second, 174 vs 74 ms wall). The second instance costs
     the int8 weights once more (≈ 40 MB for tiny.en).
+
+    Live decodes encode on the one-thread instance too (``encode_live``): their
+    windows are short, so a second thread saves little wall time (5 s of audio
+    plus the pad: 19 vs 22 ms) and costs CPU (28 vs 22 ms). Finals, whose end
+    a reader waits for, and offline transcription keep ``threads``.
     """
 
     def __init__(self, model: ctranslate2.models.Whisper, folder: Path) -> None:
@@ -139,6 +146,9 @@ class _DecodingOnOneThread:
 
     def generate(self, *args: Any, **kwargs: Any) -> Any:
         return self._decoding.generate(*args, **kwargs)
+
+    def encode_live(self, *args: Any, **kwargs: Any) -> Any:
+        return self._decoding.encode(*args, **kwargs)
 
     def detect_language(self, *args: Any, **kwargs: Any) -> Any:
         return self._decoding.detect_language(*args, **kwargs)
@@ -214,7 +224,7 @@ class WhisperEngine:
         seconds = len(audio) / SAMPLE_RATE
         if len(audio) < _SAMPLES_PER_FRAME:
             return []
-        encoder_output = self._encode(audio)
+        encoder_output = self._encode(audio, live=not final)
         tokenizer = self._tokenizer(encoder_output)
         prompt: list[int] = []
         if context.strip():
@@ -354,7 +364,7 @@ class WhisperEngine:
             self._drafts.popitem(last=False)
         return out.tokens, out.score, out.no_speech_prob
 
-    def _encode(self, audio: np.ndarray) -> ctranslate2.StorageView:
+    def _encode(self, audio: np.ndarray, live: bool = False) -> ctranslate2.StorageView:
         """Log-mel features of the clip plus a little silence, through the encoder."""
         frames = len(audio) // _SAMPLES_PER_FRAME
         window = min(_MAX_FRAMES, frames + int(_PAD_SECONDS * SAMPLE_RATE) // _SAMPLES_PER_FRAME)
@@ -363,7 +373,9 @@ class WhisperEngine:
         padded[: len(clip)] = clip
         features = self._model.feature_extractor(padded, padding=0)[:, :window]
         batch = np.ascontiguousarray(features[None], dtype=np.float32)
-        return self._model.model.encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
+        model = self._model.model
+        encode = model.encode_live if live and hasattr(model, "encode_live") else model.encode
+        return encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
 
     def _tokenizer(self, encoder_output: ctranslate2.StorageView) -> Tokenizer:
         language = self.language
