@@ -45,6 +45,10 @@ costs and the alternatives measured: docs/streaming-engine.md):
   ``decode_lag`` (a busy server catching up) decodes at most once for it, no
   more than ``decode_lag`` before its end, plus a final for every utterance it
   completes.
+- **Audio held until a decision can fall in it.** Pushed audio waits, unscored,
+  until the earliest point where a decode can be due or the utterance can end
+  (at most ``max_hold``): the same decisions in the same pushes, with the speech
+  gate and the bookkeeping woken a few times a second instead of every 80 ms.
 - ``finish()`` always decodes what is left and commits all of it.
 
 Until the utterance's final decode, its words are ``tentative``: live text that
@@ -115,7 +119,8 @@ class StreamingOptions:
     context_chars: int = 200  # committed text before the window, given as context
     holdback: int = 0  # agreed words this close to a hypothesis' end wait for more audio
     decide_every: float = 0.064  # s of audio between decisions (whole detector windows) …
-    decode_lag: float = 0.25  # … and a push longer than this decodes at most this before its end
+    decode_lag: float = 0.3  # … and a push longer than this decodes at most this before its end
+    max_hold: float = 0.5  # s of audio held unscored while no decision can fall in it
 
 
 class StreamingTranscriber:
@@ -139,6 +144,8 @@ class StreamingTranscriber:
         self._seam = 0  # stream sample where the window starts (a multiple of _step)
         self._unscored = 0  # samples at the end not yet scored (no detector)
         self._odd = b""  # half a sample split across pushes
+        self._held = bytearray()  # audio pushed, not yet looked at
+        self._look_at = 0  # stream sample before which no decision can fall
         self._carried: list[str] = []  # agreed (live) words heard inside the window
         self._tentative: list[str] = []  # last hypothesis beyond the agreed words
         self._decoded_at = -1  # window length (samples) at the last decode; -1: none yet
@@ -155,21 +162,11 @@ class StreamingTranscriber:
         """Take 16 kHz mono PCM16; return newly committed text (append-only)."""
         if self._finished:
             raise RuntimeError("push() after finish(): start a new transcriber")
-        data = self._odd + pcm
-        cut = len(data) - len(data) % 2
-        self._odd = data[cut:]
-        if not cut:
+        self._held += pcm
+        if self._taken + len(self._held) // 2 < self._look_at:
             return ""
-        samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
-        lag = round(self.options.decode_lag * SAMPLE_RATE)
-        words: list[str] = []
-        start = 0
-        while start < len(samples):  # one grid step at a time
-            stop = min(len(samples), start + self._grid - self._taken % self._grid)
-            self._take(samples[start:stop])
-            start = stop
-            if self._taken % self._grid == 0:
-                words += self._advance(may_decode=len(samples) - stop <= lag)
+        words = self._process()
+        self._look_at = self._next_decision()
         return self._render(words)
 
     def finish(self) -> str:
@@ -177,9 +174,9 @@ class StreamingTranscriber:
         if self._finished:
             return ""
         self._finished = True
-        words: list[str] = []
+        words = self._process()
         if self._speech_seconds() >= self.options.min_speech:
-            words = self._finalize(len(self._audio))
+            words += self._finalize(len(self._audio))
         return self._render(words)
 
     # -- what callers may look at --------------------------------------------
@@ -209,6 +206,52 @@ class StreamingTranscriber:
     def _taken(self) -> int:
         """Stream samples taken so far (the window ends there)."""
         return self._seam + len(self._audio)
+
+    def _process(self) -> list[str]:
+        """Look at the held audio: score it, and decide at every grid point in it."""
+        data = self._odd + self._held
+        self._held = bytearray()
+        cut = len(data) - len(data) % 2
+        self._odd = data[cut:]
+        if not cut:
+            return []
+        samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
+        lag = round(self.options.decode_lag * SAMPLE_RATE)
+        words: list[str] = []
+        start = 0
+        while start < len(samples):  # one grid step at a time
+            stop = min(len(samples), start + self._grid - self._taken % self._grid)
+            self._take(samples[start:stop])
+            start = stop
+            if self._taken % self._grid == 0:
+                words += self._advance(may_decode=len(samples) - stop <= lag)
+        return words
+
+    def _next_decision(self) -> int:
+        """The earliest stream sample at which a decode can be due or the utterance end.
+
+        Audio before it is only held, not scored: every decision is still made
+        at its grid point with exactly the audio up to it, and in the same push
+        as if each push were looked at at once, but the speech gate and the
+        bookkeeping run a few times a second instead of at every 80 ms push.
+        That matters at real-time pace: after each idle wait the CPU runs the
+        first work slowly (on the machine measured, the gate's 80 ms of audio
+        cost 0.8 ms after an 80 ms sleep, 0.3 ms back to back).
+        """
+        opts = self.options
+        hits = np.flatnonzero(self._speech())
+        scored = self._seam + len(self._probs) * self._step  # the gate's last whole window
+        if self._decoded_at < 0:
+            needed = round(opts.first_decode_speech * SAMPLE_RATE) - len(hits) * self._step
+            due = scored + max(0, needed)
+        else:  # the window length at which ``_due`` holds
+            length = (self._decoded_at + opts.interval * SAMPLE_RATE) / (
+                1 - opts.interval_per_second)
+            due = self._seam + int(length)
+        if len(hits):  # an utterance ends a pause after its last speech at the earliest
+            spoken_to = self._seam + (int(hits[-1]) + 1) * self._step
+            due = min(due, spoken_to + round(opts.endpoint_silence * SAMPLE_RATE))
+        return min(due, self._taken + round(opts.max_hold * SAMPLE_RATE))
 
     def _take(self, samples: np.ndarray) -> None:
         self._audio.extend(samples)

@@ -267,6 +267,31 @@ def test_how_the_audio_is_chunked_does_not_move_a_decode() -> None:
     assert sum(not final for *_, final in runs[0][1]) >= 5  # live decodes were compared
 
 
+def test_audio_is_held_until_a_decision_can_fall_in_it_and_no_decision_moves() -> None:
+    # The speech gate and the bookkeeping wait for the earliest point where a
+    # decode can be due or the utterance can end: fewer wake-ups, and every
+    # decode and commit still happens in the push it did when each push was
+    # looked at at once.
+    truth = script("alpha bravo charlie delta echo foxtrot golf hotel", "india juliet kilo",
+                   "lima", step=0.35)
+    runs, looks = [], []
+    for hold in (0.0, StreamingOptions().max_hold):
+        transcriber, speech = make(truth, max_hold=hold)
+        detector = transcriber._detector
+        calls, scored = [], 0
+        timeline = []  # per push: decodes so far, text committed, live text
+        for delta in pushes(transcriber, truth[-1].end + 1.5, chunk=2560):  # 80 ms
+            calls.append(detector.samples + detector.pending > scored)
+            scored = detector.samples + detector.pending
+            timeline.append((len(speech.calls), delta, transcriber.tentative))
+        timeline.append((len(speech.calls), transcriber.finish(), ""))
+        runs.append((timeline, speech.calls))
+        looks.append(sum(calls) / len(calls))
+    assert runs[0] == runs[1]
+    assert "".join(delta for _, delta, _ in runs[1][0]) == rendered(truth)
+    assert looks[0] == 1.0 and looks[1] < 0.5  # the gate ran at under half the pushes
+
+
 def test_a_long_push_decodes_once_near_its_end() -> None:
     truth = words("one long utterance that goes on and on without any pause at all")
     transcriber, speech = make(truth, interval=0.5)  # a decode is due in every push
