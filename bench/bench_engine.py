@@ -132,7 +132,7 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
 
     def ct2_stage(name: str, kwargs: dict[str, Any]) -> str | None:
         if name == "encode":
-            return "encoder (finals, offline)"
+            return "encoder (finals)"
         if name == "encode_live":
             return "encoder (live)"
         if name == "generate":
