@@ -65,8 +65,11 @@ def test_the_app_captions_you_and_others_named(xvfb, pulse, tmp_path):  # noqa: 
     assert proc.returncode == 0, stderr[-2000:]
     lines = read_journal(journal).lines
     speakers = [line.speaker for line in lines]
-    assert set(speakers) == {"You", "Others"} and speakers == sorted(
-        speakers, key=["Others", "You"].index), [(x.speaker, x.text) for x in lines]
+    # Kennedy plays first, then the reading. A line starts when its first words were
+    # committed, ≈ 1.5 s apart here for the others' last line and your first; on a
+    # loaded machine they can swap, so only the journal's first and last line are fixed.
+    assert set(speakers) == {"You", "Others"} and speakers[0] == "Others" \
+        and speakers[-1] == "You", [(x.speaker, x.text) for x in lines]
     others = words(" ".join(line.text for line in lines if line.speaker == "Others"))
     you = words(" ".join(line.text for line in lines if line.speaker == "You"))
     assert len(others & OTHERS_WORDS) >= 3 and not others & YOU_WORDS
