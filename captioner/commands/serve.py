@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="CTranslate2 Whisper model folder (default: the model chosen in "
                         "Settings → Recognition, bundled tiny.en unless changed)")
     p.add_argument("--threads", type=int,
-                   help="CPU threads for the engine's encoder (decoding runs on one)")
+                   help="CPU threads for encoding finished utterances and files "
+                        "(live decodes and all decoding run on one)")
     p.set_defaults(func=run)
 
 

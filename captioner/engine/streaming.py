@@ -143,8 +143,7 @@ class StreamingTranscriber:
         self._probs = _Samples()  # one speech probability per detector window of it
         self._seam = 0  # stream sample where the window starts (a multiple of _step)
         self._unscored = 0  # samples at the end not yet scored (no detector)
-        self._odd = b""  # half a sample split across pushes
-        self._held = bytearray()  # audio pushed, not yet looked at
+        self._held = bytearray()  # PCM pushed, not yet looked at (a split sample stays here)
         self._look_at = 0  # stream sample before which no decision can fall
         self._carried: list[str] = []  # agreed (live) words heard inside the window
         self._tentative: list[str] = []  # last hypothesis beyond the agreed words
@@ -209,13 +208,11 @@ class StreamingTranscriber:
 
     def _process(self) -> list[str]:
         """Look at the held audio: score it, and decide at every grid point in it."""
-        data = self._odd + self._held
-        self._held = bytearray()
-        cut = len(data) - len(data) % 2
-        self._odd = data[cut:]
+        cut = len(self._held) - len(self._held) % 2
+        data, self._held = bytes(self._held[:cut]), self._held[cut:]
         if not cut:
             return []
-        samples = np.frombuffer(data[:cut], dtype="<i2").astype(np.float32) / 32768.0
+        samples = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
         lag = round(self.options.decode_lag * SAMPLE_RATE)
         words: list[str] = []
         start = 0
