@@ -86,6 +86,7 @@ _WORD = re.compile(r"\s*\S+")
 _PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 _LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
 _REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
+_FAST_SPEECH = 4.5  # words per second: an answer wordier than this for its clip has a loop
 _DRAFTS = 8  # live answers kept as drafts (one per stream being captioned, and spare)
 
 # Text Whisper produces for silence, noise and music (YouTube subtitle credits).
@@ -430,6 +431,13 @@ def without_loop(text: str, seconds: float) -> str:
     everything from the second copy on goes. Shorter phrases repeat in real
     speech ("Hello. Hello. Hello."), so their copies are only capped at what
     fits in the clip at ``_REPEAT_SECONDS`` per word ("1. 1. 1." in 1.1 s).
+
+    A loop may also stop partway through its second copy ("Ask what you can do
+    for your country. Ask what you can do for your..." from 2.1 s of audio that
+    said "ask what you can do for your"). That ending is cut too, but only
+    when the answer holds more words than the clip could at ``_FAST_SPEECH``:
+    speech cut off while it repeats a phrase ("…to Heaven, we were all going")
+    reads the same and is real.
     """
     words = _WORD.findall(text)
     keys = [w.strip().strip(_PUNCTUATION).casefold() for w in words]
@@ -445,6 +453,12 @@ def without_loop(text: str, seconds: float) -> str:
             allowed = max(1, int(seconds / (_REPEAT_SECONDS * n)))
             if copies > allowed:
                 return "".join(words[: i + allowed * n])
+    if len(keys) > _FAST_SPEECH * seconds:  # a second copy that stops partway
+        for i in range(len(keys)):
+            for n in range(_LOOP_WORDS + 1, len(keys) - i):
+                tail = keys[i + n :]
+                if _LOOP_WORDS <= len(tail) < n and keys[i : i + len(tail)] == tail:
+                    return "".join(words[: i + n])
     return text
 
 

@@ -9,6 +9,7 @@ of the audio, drop or double a repeated phrase, or caption silence and noise.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 
 import numpy as np
@@ -16,6 +17,7 @@ import pytest
 from websockets.sync.client import connect
 
 from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber
+from captioner.engine.vad import SileroGate
 from captioner.engine.whisper import WhisperEngine, is_hallucination, without_loop
 from captioner.settings import AudioSettings
 from tests.support.speech_set import SpeechClip, Trait, clip, normalise, word_errors
@@ -133,6 +135,18 @@ def test_repeated_phrase_is_neither_dropped_nor_doubled(streamed, speech) -> Non
         assert text.count(f" {phrase} ") == said, (phrase, text)
 
 
+@pytest.mark.parametrize("grid", [0.032, 0.096, 0.128, 0.16])
+def test_repeated_phrase_at_the_cut_end_is_not_doubled_on_any_decision_grid(engine, grid) -> None:
+    """On the 128 ms grid the last utterance of the cut clip (2.1 s: "ask what you can
+    do for your") came back as the whole phrase twice, the second copy stopping partway."""
+    speech = clip("jfk_cut")
+    transcriber = StreamingTranscriber(
+        engine.decode, SileroGate(), dataclasses.replace(engine.options, decide_every=grid))
+    text = " " + normalise("".join(fast(transcriber, speech.pcm16()))) + " "
+    assert text.count(" ask what you can do ") == 1, text
+    assert ends_with(text, speech.reference), text
+
+
 def test_fast_mode_is_deterministic(engine, streamed) -> None:
     speech = clip("jfk")
     assert fast(engine.new_transcriber(), speech.pcm16()) == streamed[speech.name]
@@ -217,6 +231,12 @@ def test_speech_after_noise_is_still_heard(engine: WhisperEngine) -> None:
         (" 1. 1. 1.", 1.1, " 1."),  # not in 1.1 s
         (" we were all going direct to Heaven, we were all going direct the other way",
          5.0, " we were all going direct to Heaven, we were all going direct the other way"),
+        # a loop that stops partway through its second copy, from 2.1 s of audio
+        (" Ask what you can do for your country. Ask what you can do for your...",
+         2.1, " Ask what you can do for your country."),
+        # speech that ends while it repeats a phrase, in time it takes to say it
+        (" we were all going direct to Heaven, we were all going", 3.5,
+         " we were all going direct to Heaven, we were all going"),
     ],
 )
 def test_loop_is_cut_after_its_first_copy(text, seconds, kept) -> None:
@@ -250,3 +270,4 @@ def test_one_said_once_is_one_word(engine: WhisperEngine, chunk: int) -> None:
                    + [transcriber.finish()])
     words = normalise(text).split()
     assert words[0] == "one" and words[1] != "one", text  # "1" reads as "one"
+
