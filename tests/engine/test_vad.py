@@ -143,3 +143,32 @@ def test_embedded_engine_never_imports_onnx_runtime() -> None:
     text, modules = run_python(code)[-2:]
     assert "caption" in text.lower()
     assert modules == "[]"
+
+
+class _Counting:
+    """The detector, counting the windows it is shown."""
+
+    def __init__(self, detector) -> None:
+        self.detector, self.windows = detector, 0
+
+    def process_samples(self, samples):
+        self.windows += 1
+        return self.detector.process_samples(samples)
+
+    def reset(self) -> None:
+        self.detector.reset()
+
+
+def test_silence_costs_the_model_nothing_and_speech_after_it_starts_afresh(sentence) -> None:
+    """Captions left on over a silent output ran the model on every 32 ms of zeros."""
+    speech = sentence[: len(sentence) // WINDOW * WINDOW]
+    silence = np.zeros(32 * WINDOW, dtype=np.float32)  # 1 s of digital zeros
+    gate = SileroGate()
+    gate._detector = counting = _Counting(gate._detector)
+    probs = scores(gate, np.concatenate([speech, silence, speech]), 2048)
+    per_part = len(speech) // WINDOW
+    assert counting.windows <= 2 * per_part  # none of the silence's 32 windows
+    assert np.all(probs[per_part : per_part + 32] == 0.0)
+    # After the silence the detector starts afresh: the same scores as a new stream.
+    np.testing.assert_array_equal(probs[per_part + 32 :], scores(SileroGate(), speech, 2048))
+    np.testing.assert_array_equal(probs[:per_part], probs[per_part + 32 :])
