@@ -236,36 +236,29 @@ class WhisperEngine:
         if prefix.strip():
             forced += tokenizer.encode(" " + prefix.strip())
         prompt += forced
-        max_new = _MIN_NEW_TOKENS + int(_TOKENS_PER_SECOND * seconds)
-        max_length = min(len(prompt) + max_new, self._model.max_length)
         start = len(prompt) - len(forced) - 1  # the last of <|startoftranscript|>'s tokens
+        max_length = min(len(prompt) + _MIN_NEW_TOKENS + int(_TOKENS_PER_SECOND * seconds),
+                         self._model.max_length)
         said = prefix.strip()
-        if not final and self.beam_size == 1 and self._decoder is not None:
-
-            def looping(chosen: list[int]) -> bool:  # the loop cut below would end it here
-                body = said + tokenizer.decode([t for t in chosen if t < tokenizer.eot])
-                return without_loop(body, seconds) != body
-
-            tokens, score, no_speech_prob = self._live(
-                encoder_output, prompt, start, max_length, suppress_blank=not said, stop=looping)
-        else:
-            result = self._model.model.generate(
-                encoder_output,
-                [prompt],
-                beam_size=self.final_beam_size if final else self.beam_size,
-                max_length=max_length,
-                return_scores=True,
-                return_no_speech_prob=True,
-                suppress_blank=not said,
-                suppress_tokens=[-1],
-                max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
-            )[0]
-            tokens = result.sequences_ids[0]
-            score, no_speech_prob = result.scores[0], result.no_speech_prob
-        if tokens[: len(forced)] == forced:  # the answer starts with the forced prefix
-            tokens = tokens[len(forced) :]
-        text = self._segments(tokenizer, tokens, seconds)
-        kept = without_loop(said + text, seconds) if said else without_loop(text, seconds)
+        while True:
+            tokens, score, no_speech_prob = self._generate(
+                encoder_output, prompt, start, max_length, final, said, tokenizer, seconds)
+            if tokens[: len(forced)] == forced:  # the answer starts with the forced prefix
+                tokens = tokens[len(forced) :]
+            text = self._segments(tokenizer, tokens, seconds)
+            kept = without_loop(said + text, seconds) if said else without_loop(text, seconds)
+            # CTranslate2 answers at most min(max_length // 2, max_length - start) tokens.
+            # An answer that reached it with nothing invented (no loop, nothing past the
+            # audio's end) is speech faster than the cap allows: decode it with more room.
+            full = len(forced) + len(tokens) >= min(max_length // 2, max_length - start)
+            plain = tokenizer.decode([t for t in tokens if t < tokenizer.eot])
+            if (not full or max_length >= self._model.max_length
+                    or kept != (said + text if said else text)
+                    or _WORD.findall(text) != _WORD.findall(plain)):
+                break
+            log.debug("= answer %r reached its %d-token cap: decoded with more room",
+                      text, max_length)
+            max_length = min(2 * max_length, self._model.max_length)
         text = kept[len(said) :] if said else kept  # a loop never takes back the prefix
         avg_logprob = score * len(tokens) / (len(tokens) + 1) if tokens else 0.0
         if is_hallucination(text, no_speech_prob, avg_logprob,
@@ -274,6 +267,31 @@ class WhisperEngine:
                       no_speech_prob, avg_logprob)
             return []
         return _WORD.findall(text)
+
+    def _generate(self, encoder_output: ctranslate2.StorageView, prompt: list[int], start: int,
+                  max_length: int, final: bool, said: str, tokenizer: Tokenizer,
+                  seconds: float) -> tuple[list[int], float, float]:
+        """One answer's tokens (the forced ones first), its score and no-speech probability."""
+        if not final and self.beam_size == 1 and self._decoder is not None:
+
+            def looping(chosen: list[int]) -> bool:  # the loop cut would end it here
+                body = said + tokenizer.decode([t for t in chosen if t < tokenizer.eot])
+                return without_loop(body, seconds) != body
+
+            return self._live(encoder_output, prompt, start, max_length,
+                              suppress_blank=not said, stop=looping)
+        result = self._model.model.generate(
+            encoder_output,
+            [prompt],
+            beam_size=self.final_beam_size if final else self.beam_size,
+            max_length=max_length,
+            return_scores=True,
+            return_no_speech_prob=True,
+            suppress_blank=not said,
+            suppress_tokens=[-1],
+            max_initial_timestamp_index=_MAX_INITIAL_TIMESTAMP,
+        )[0]
+        return result.sequences_ids[0], result.scores[0], result.no_speech_prob
 
     @staticmethod
     def _segments(tokenizer: Tokenizer, tokens: list[int], seconds: float) -> str:

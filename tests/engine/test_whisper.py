@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from websockets.sync.client import connect
 
+from captioner.engine import whisper
 from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber
 from captioner.engine.vad import SileroGate
 from captioner.engine.whisper import WhisperEngine, is_hallucination, without_loop
@@ -271,3 +272,17 @@ def test_one_said_once_is_one_word(engine: WhisperEngine, chunk: int) -> None:
     words = normalise(text).split()
     assert words[0] == "one" and words[1] != "one", text  # "1" reads as "one"
 
+
+
+
+@pytest.mark.parametrize("final", [True, False])
+def test_speech_faster_than_the_token_cap_is_decoded_whole(engine, monkeypatch, final) -> None:
+    """CTranslate2's Whisper answers at most min(max_length // 2, max_length - start)
+    tokens, half the intended cap without context: 10 s read at 5 words a second (a
+    video at 1.5x) lost its end. Here the cap is made tight for ordinary speech."""
+    audio = clip("sonnet").samples()[: 10 * SAMPLE_RATE]
+    whole = engine.decode(audio, final=final)
+    monkeypatch.setattr(whisper, "_TOKENS_PER_SECOND", 1)
+    monkeypatch.setattr(whisper, "_MIN_NEW_TOKENS", 2)
+    assert len(whole) > 12  # more than the tight cap's room (6 tokens)
+    assert engine.decode(audio, final=final) == whole
