@@ -251,10 +251,9 @@ class WhisperEngine:
             # An answer that reached it with nothing invented (no loop, nothing past the
             # audio's end) is speech faster than the cap allows: decode it with more room.
             full = len(forced) + len(tokens) >= min(max_length // 2, max_length - start)
-            plain = tokenizer.decode([t for t in tokens if t < tokenizer.eot])
-            if (not full or max_length >= self._model.max_length
-                    or kept != (said + text if said else text)
-                    or _WORD.findall(text) != _WORD.findall(plain)):
+            if (not full or max_length >= self._model.max_length or kept != said + text
+                    or _WORD.findall(text) != _WORD.findall(
+                        tokenizer.decode([t for t in tokens if t < tokenizer.eot]))):
                 break
             log.debug("= answer %r reached its %d-token cap: decoded with more room",
                       text, max_length)
