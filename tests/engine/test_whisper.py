@@ -273,8 +273,6 @@ def test_one_said_once_is_one_word(engine: WhisperEngine, chunk: int) -> None:
     assert words[0] == "one" and words[1] != "one", text  # "1" reads as "one"
 
 
-
-
 @pytest.mark.parametrize("final", [True, False])
 def test_speech_faster_than_the_token_cap_is_decoded_whole(engine, monkeypatch, final) -> None:
     """CTranslate2's Whisper answers at most min(max_length // 2, max_length - start)
