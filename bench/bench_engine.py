@@ -51,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from captioner.engine import vad
+from captioner.engine import onnx_graph, vad
 from captioner.engine.multilingual import EXTRA_HINT, WHISPER_MODELS, multilingual_installed
 from captioner.engine.streaming import (
     SAMPLE_RATE,
@@ -310,7 +310,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", choices=WHISPER_MODELS, default="tiny.en",
                         help="base needs the 'multilingual' extra")
-    parser.add_argument("--live", choices=("ctranslate2", "numpy"), default="ctranslate2",
+    parser.add_argument("--live", choices=("ctranslate2", "numpy", "int8"), default="ctranslate2",
                         help="where the engine runs its live decodes")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
@@ -341,7 +341,8 @@ def main() -> int:
     by_grid: collections.Counter = collections.Counter()
     rechunked = []
     other_live = [0, 0.0]  # errors, CPU: fast mode with live decodes in the other runtime
-    other_decoder = engine._decoder or WhisperDecoder.from_model_dir(engine.model_dir)
+    other_decoder = engine._decoder or WhisperDecoder.from_model_dir(
+        engine.model_dir, int8=onnx_graph.available())
     stages: collections.Counter = collections.Counter()
     calls: collections.Counter = collections.Counter()
     print(f"{'clip':<14}{'s':>5} | {'offline':>14} | {'fast':>14} | {'paced':>14} | "
@@ -396,7 +397,9 @@ def main() -> int:
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
         + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
-    other = "CTranslate2 instead of numpy" if engine._decoder else "numpy instead of CTranslate2"
+    numpy = "numpy (int8 products)" if other_decoder.int8 else "numpy"
+    other = (f"CTranslate2 instead of {numpy}" if engine._decoder
+             else f"{numpy} instead of CTranslate2")
     print(f"fast mode with live decodes in {other}: "
           f"{other_live[0]} errors, CPU {other_live[1] / seconds * 1000:.0f} ms per audio s "
           f"= {other_live[1] / base_cpu:4.2f}× offline")

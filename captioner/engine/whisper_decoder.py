@@ -18,12 +18,18 @@ key/value cache, so it can
 The choice at each step follows CTranslate2's Whisper ``generate`` exactly
 (suppressed tokens, blank suppression, the timestamp rules, the score and the
 no-speech probability), so the engine reads results the same way from both.
-Weights are the model's stored values in float32 (float16 as packaged, or the
-installers' int8 copy dequantized; CTranslate2 runs them as int8 here), so a
-word on a knife's edge may read differently.
+The network runs one of two ways:
+
+- **float32 in numpy** (``int8=False``): the model's stored values (float16 as
+  packaged, or the installers' int8 copy dequantized), so it gives exactly
+  what CTranslate2 in float32 gives; the tests hold it to that.
+- **int8 on ONNX Runtime** (``int8=True``, ``decoder_graph``): the blocks and the
+  output projection quantized as CTranslate2 quantizes them, so a word on a
+  knife's edge may read differently, as it does between CTranslate2's int8
+  and float32. A step costs about a third of float32 numpy's.
 
 The encoder stays in CTranslate2: its output comes in as an array.
-Plain numpy, no I/O; one instance serves calls one at a time.
+No I/O; one instance serves calls one at a time.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from pathlib import Path
 import numpy as np
 
 from captioner.engine.ct2_model import ModelFileError, dequantized, read_variables
+from captioner.engine.decoder_graph import DecoderGraphs
+from captioner.engine.onnx_graph import Int8MatMul, quantize
 
 _MAX_POSITIONS = 448  # Whisper's text context
 _LN_EPS = 1e-5
@@ -77,8 +85,11 @@ class Rules:
     max_initial_timestamp: int  # index of the last timestamp an answer may start with
 
 
+Product = Callable[[np.ndarray], np.ndarray]  # x ([rows, inputs]) → x @ W + b
+
+
 class _Layer:
-    """One decoder block's weights, transposed for ``x @ w``."""
+    """One decoder block's weights, transposed for ``x @ w`` (the float32 path)."""
 
     def __init__(self, v: dict[str, np.ndarray], prefix: str) -> None:
         def w(name: str) -> np.ndarray:
@@ -103,7 +114,8 @@ class WhisperDecoder:
     """Greedy decoding with a batched prompt pass and draft checking (see module doc)."""
 
     def __init__(self, variables: dict[str, np.ndarray], special: SpecialTokens,
-                 suppress_ids: Sequence[int], suppress_ids_begin: Sequence[int]) -> None:
+                 suppress_ids: Sequence[int], suppress_ids_begin: Sequence[int],
+                 int8: bool = False) -> None:
         flags = {name: int(variables[f"decoder/{name}"]) for name in
                  ("pre_norm", "activation", "scale_embeddings", "alibi")}
         if flags != {"pre_norm": 1, "activation": _GELU, "scale_embeddings": 0, "alibi": 0}:
@@ -112,13 +124,23 @@ class WhisperDecoder:
         embeddings = variables["decoder/embeddings/weight"]
         self.width = embeddings.shape[1]
         self.head_width = self.width // self.heads
-        # Tied: logits = x @ E.T, and a token's embedding is a column. One float32 copy.
-        self._output = np.ascontiguousarray(embeddings.T, dtype=np.float32)
+        # Tied: logits = x @ E.T, and a token's embedding is a row of E.
+        if int8:
+            q, scale = quantize(embeddings.T)
+            self._embed = lambda tokens: q.T[tokens] * scale[tokens, None]
+            self._project: Product = Int8MatMul(q, scale)
+        else:
+            output = np.ascontiguousarray(embeddings.T, dtype=np.float32)  # one float32 copy
+            self._embed = lambda tokens: output[:, tokens].T
+            self._project = lambda x: x @ output
+        self.int8 = int8
         self._positions = variables["decoder/position_encodings/encodings"].astype(np.float32)
         count = 0
         while f"decoder/layer_{count}/ffn/linear_0/weight" in variables:
             count += 1
-        self._layers = [_Layer(variables, f"decoder/layer_{i}/") for i in range(count)]
+        self._layers = [] if int8 else [_Layer(variables, f"decoder/layer_{i}/")
+                                        for i in range(count)]
+        self._graphs = DecoderGraphs(variables, count, self.heads) if int8 else None
         self._norm = (variables["decoder/layer_norm/gamma"].astype(np.float32),
                       variables["decoder/layer_norm/beta"].astype(np.float32))
         self.special = special
@@ -130,8 +152,14 @@ class WhisperDecoder:
         self._cross: list[tuple[np.ndarray, np.ndarray]] = []
 
     @classmethod
-    def from_model_dir(cls, folder: str | os.PathLike[str]) -> WhisperDecoder:
-        """The decoder of a converted Whisper model (``model.bin`` + ``config.json``)."""
+    def from_model_dir(cls, folder: str | os.PathLike[str], int8: bool = False
+                       ) -> WhisperDecoder:
+        """The decoder of a converted Whisper model (``model.bin`` + ``config.json``).
+
+        ``int8``: the blocks and the output projection on ONNX Runtime with int8
+        products (``decoder_graph``), as CTranslate2 runs the model; otherwise
+        numpy float32.
+        """
         folder = Path(folder)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         vocabulary = _vocabulary(folder)
@@ -145,7 +173,7 @@ class WhisperDecoder:
                                 no_timestamps=index["<|notimestamps|>"],
                                 no_speech=no_speech)
         return cls(variables, special, config.get("suppress_ids", []),
-                   config.get("suppress_ids_begin", []))
+                   config.get("suppress_ids_begin", []), int8=int8)
 
     # -- decoding --------------------------------------------------------------
 
@@ -186,8 +214,11 @@ class WhisperDecoder:
         # One pass: prompt, start token, forced tokens, draft.
         hidden = self._forward(list(prompt) + draft, 0)
         sot = max(i for i in range(start + 1) if prompt[i] == special.sot)
-        no_speech = _softmax_at(self._logits(hidden[sot : sot + 1])[0], special.no_speech)
-        rows = self._logits(hidden[start + len(forced) :])  # one per step after the forced ones
+        # The start token's row (for the no-speech probability) and one row per step after
+        # the forced tokens, through the output projection together.
+        logits = self._logits(hidden[[sot, *range(start + len(forced), len(hidden))]])
+        no_speech = _softmax_at(logits[0], special.no_speech)
+        rows = logits[1:]
         chosen: list[int] = []
         score = 0.0
         drafted = 0
@@ -254,6 +285,8 @@ class WhisperDecoder:
 
     def _cross_attention(self, memory: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each layer's keys ([heads, width, frames]) and values ([heads, frames, width])."""
+        if self._graphs is not None:
+            return self._graphs.cross(memory)
         frames = memory.shape[0]
         out = []
         for layer in self._layers:
@@ -270,10 +303,13 @@ class WhisperDecoder:
         end = position + n
         heads, width = self.heads, self.head_width
         scale = 1.0 / math.sqrt(width)
-        x = self._output[:, tokens].T + self._positions[position:end]
+        x = self._embed(tokens) + self._positions[position:end]
         mask = None
         if n > 1:
             mask = np.triu(np.full((n, end), -np.inf, np.float32), position + 1)
+        if self._graphs is not None:
+            return self._graphs.run(x, np.zeros((n, end), np.float32) if mask is None else mask,
+                                    self._keys, self._values, position, self._cross)
         for i, layer in enumerate(self._layers):
             h = _layer_norm(x, *layer.norm1) @ layer.qkv + layer.qkv_b
             q = h[:, : self.width].reshape(n, heads, width).transpose(1, 0, 2) * scale
@@ -294,7 +330,7 @@ class WhisperDecoder:
         return x
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
-        return _layer_norm(hidden, *self._norm) @ self._output
+        return self._project(_layer_norm(hidden, *self._norm))
 
 
 def _vocabulary(folder: Path) -> list[str]:

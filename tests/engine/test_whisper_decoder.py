@@ -18,12 +18,13 @@ import pytest
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
+from captioner.engine import onnx_graph
 from captioner.engine.ct2_model import ModelFileError, read_variables
 from captioner.engine.model_paths import bundled_model_dir
 from captioner.engine.multilingual import model_folder, multilingual_installed
 from captioner.engine.whisper import WhisperEngine, _DecodingOnOneThread, draft_after
 from captioner.engine.whisper_decoder import WhisperDecoder
-from tests.support.speech_set import clip
+from tests.support.speech_set import clip, word_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = bundled_model_dir()
@@ -165,7 +166,7 @@ def test_draft_after_steps_over_timestamps_the_forced_words_lack() -> None:
 
 
 def test_engine_live_decodes_run_in_numpy_when_asked_and_finals_do_not() -> None:
-    assert WhisperEngine(threads=2)._decoder is None  # CTranslate2 by default
+    assert WhisperEngine(threads=2, live_decoder="ctranslate2")._decoder is None
     engine = WhisperEngine(threads=2, live_decoder="numpy")
     assert engine._decoder is not None
     calls = []
@@ -195,9 +196,68 @@ def test_reader_gives_named_arrays_and_refuses_a_cut_file(tmp_path) -> None:
         read_variables(wrong)
 
 
+@pytest.fixture(scope="module")
+def int8_decoder() -> WhisperDecoder:
+    return WhisperDecoder.from_model_dir(TINY, int8=True)
+
+
+def test_int8_products_predict_the_words_float32_predicts(tiny: Reference,
+                                                         int8_decoder: WhisperDecoder) -> None:
+    """The spoken words read in one pass: int8 picks the same next token almost everywhere."""
+    speech = clip("jfk")
+    memory = np.asarray(tiny.encode(speech.samples()))[0]
+    prompt, start = tiny.prompt("", " " + speech.reference)
+    picks = []
+    for decoder in (tiny.decoder, int8_decoder):
+        decoder._cross = decoder._cross_attention(memory)
+        logits = decoder._logits(decoder._forward(prompt, 0)[start:])
+        picks.append(logits.argmax(axis=1))
+    same = float(np.mean(picks[0] == picks[1]))
+    assert len(picks[0]) > 20 and same >= 0.9, same
+
+
+def test_int8_steps_read_the_cache_the_batched_pass_wrote(tiny: Reference,
+                                                        int8_decoder: WhisperDecoder) -> None:
+    """Row by row after a batched prefix gives what one batched pass gives."""
+    speech = clip("jfk")
+    memory = np.asarray(tiny.encode(speech.samples()))[0]
+    prompt, _ = tiny.prompt(CONTEXT, " " + speech.reference)
+    decoder = int8_decoder
+    decoder._cross = decoder._cross_attention(memory)
+    whole = decoder._forward(prompt, 0)
+    split = len(prompt) - 5
+    decoder._forward(prompt[:split], 0)
+    rows = [decoder._forward([token], split + i)[0] for i, token in enumerate(prompt[split:])]
+    np.testing.assert_allclose(np.array(rows), whole[split:], rtol=0,
+                               atol=0.05 * float(np.abs(whole[split:]).max()))
+    assert np.array_equal(decoder._logits(np.array(rows)).argmax(axis=1),
+                          decoder._logits(whole[split:]).argmax(axis=1))
+
+
+def test_int8_products_transcribe_real_speech_whole(tiny: Reference,
+                                                    int8_decoder: WhisperDecoder) -> None:
+    speech = clip("jfk")
+    encoded = tiny.encode(speech.samples())
+    prompt, start = tiny.prompt("", "")
+    got = int8_decoder.greedy(np.asarray(encoded)[0], prompt, start, max_length=len(prompt) + 80)
+    text = tiny.tokenizer.decode([t for t in got.tokens if t < tiny.tokenizer.eot])
+    assert word_errors(speech.reference, text).errors == 0, text
+
+
+def test_engine_live_decodes_use_int8_graphs_by_default(monkeypatch, caplog) -> None:
+    engine = WhisperEngine(threads=2)
+    assert engine._decoder is not None and engine._decoder.int8
+    assert engine.decode(clip("jfk").samples()[: 16000 * 4])
+    monkeypatch.setattr(onnx_graph, "available", lambda: False)
+    caplog.set_level("INFO", logger="captioner.engine.whisper")
+    without = WhisperEngine(threads=2, live_decoder="int8")
+    assert without._decoder is None
+    assert "ONNX Runtime is not installed" in caplog.text
+
+
 def test_engine_falls_back_to_ctranslate2_when_the_decoder_cannot_load(monkeypatch,
                                                                        caplog) -> None:
-    def refuse(folder):
+    def refuse(folder, int8=False):
         raise ModelFileError("binary version 7 (known: (5, 6))")
 
     monkeypatch.setattr(WhisperDecoder, "from_model_dir", refuse)
@@ -234,7 +294,7 @@ class _Recording:
 
 
 def test_decoder_calls_and_live_encodes_run_on_a_one_thread_copy() -> None:
-    engine = WhisperEngine(threads=2)
+    engine = WhisperEngine(threads=2, live_decoder="ctranslate2")
     split = engine._model.model
     assert isinstance(split, _DecodingOnOneThread)
     encoding, decoding = [], []
