@@ -23,9 +23,10 @@ Each figure is measured in this process, beside the offline baseline:
   on noisy speech tiny.en reads the same span differently from a start 30–90 ms
   apart, so one grid is one draw; the spread says how far an idea's effect must
   exceed it. And once pushed in 128 ms chunks: the text must not change.
-- fast mode once more with the live decodes in the other runtime (the numpy decoder with
-  drafts if the engine runs them in CTranslate2, as by default; ``--live numpy`` swaps
-  the two): errors and CPU, the baseline for that choice.
+- fast mode once more with the live decodes in the other runtime (CTranslate2 if the
+  engine runs them on its own decoder, int8 graphs by default; that decoder, int8 when
+  ONNX Runtime is installed, with ``--live ctranslate2``): errors and CPU, the baseline
+  for that choice.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts; and
   how many live answer tokens were accepted from the previous answer (the draft).
@@ -156,14 +157,15 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
     model.feature_extractor = _Timed(model.feature_extractor, stages, calls,
                                      lambda name, _kw: "features" if name == "__call__" else None)
     vad.SileroGate.probabilities = timed_gate  # type: ignore[method-assign]
-    if decoder is not None:  # live decodes in numpy; their drafts' share of the answers
+    if decoder is not None:  # live decodes on our decoder; their drafts' share of the answers
         greedy = decoder.greedy
+        live_stage = f"decoder, live ({'int8 graphs' if decoder.int8 else 'numpy'})"
 
         def timed_greedy(*args: Any, **kwargs: Any) -> Any:
             start = time.process_time()
             out = greedy(*args, **kwargs)
-            stages["decoder, live (numpy)"] += time.process_time() - start
-            calls["decoder, live (numpy)"] += 1
+            stages[live_stage] += time.process_time() - start
+            calls[live_stage] += 1
             calls["live tokens drafted"] += out.drafted
             calls["live tokens chosen"] += len(out.tokens) - (len(args[1]) - args[2] - 1)
             return out
@@ -310,7 +312,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", choices=WHISPER_MODELS, default="tiny.en",
                         help="base needs the 'multilingual' extra")
-    parser.add_argument("--live", choices=("ctranslate2", "numpy", "int8"), default="ctranslate2",
+    parser.add_argument("--live", choices=("ctranslate2", "numpy", "int8"), default="int8",
                         help="where the engine runs its live decodes")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)

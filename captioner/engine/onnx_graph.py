@@ -115,6 +115,7 @@ class Graph:
         options.intra_op_num_threads = 1  # small products: a second thread only waits
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only
+        options.enable_cpu_mem_arena = False  # an arena keeps its peak for the process
         return onnxruntime.InferenceSession(model.SerializeToString(), options,
                                             providers=["CPUExecutionProvider"])
 
