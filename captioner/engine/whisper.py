@@ -124,8 +124,8 @@ HALLUCINATIONS = frozenset(
 _ANNOTATION = re.compile(r"^\s*([\[(*♪♫].*[\])*♪♫]|[♪♫\s]+)\s*$")
 
 
-# "numpy": the numpy decoder in float32; "int8": the same with its products on ONNX
-# Runtime's int8 kernels (captioner.engine.onnx_graph), when that is installed.
+# "int8": our decoder on int8 ONNX Runtime graphs (captioner.engine.decoder_graph),
+# when that is installed; "numpy": the same decoder in float32 numpy, the reference.
 LiveDecoder = Literal["ctranslate2", "numpy", "int8"]
 
 
@@ -372,8 +372,8 @@ class WhisperEngine:
             # ModelFileError is a ValueError; ONNX Runtime raises RuntimeError subclasses
             log.warning("= live decodes stay in CTranslate2: %s", exc)
             return None
-        log.info("= live decodes run in numpy%s (%s)", " with int8 products" * int8,
-                 self.model_dir)
+        log.info("= live decodes run %s (%s)",
+                 "as int8 ONNX Runtime graphs" if int8 else "in numpy", self.model_dir)
         return decoder
 
     def _live(self, encoder_output: ctranslate2.StorageView, prompt: list[int], start: int,
