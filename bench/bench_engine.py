@@ -399,7 +399,7 @@ def main() -> int:
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
         + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
-    numpy = "numpy (int8 products)" if other_decoder.int8 else "numpy"
+    numpy = "int8 graphs" if other_decoder.int8 else "numpy"
     other = (f"CTranslate2 instead of {numpy}" if engine._decoder
              else f"{numpy} instead of CTranslate2")
     print(f"fast mode with live decodes in {other}: "
