@@ -32,6 +32,10 @@ Shape = Sequence[int | str]  # a dimension's size, or a name for a size that var
 _OPSET = 17
 
 
+class GraphError(RuntimeError):
+    """ONNX Runtime refused a graph (its own errors derive from Exception only)."""
+
+
 def available() -> bool:
     """True when ONNX Runtime and the ``onnx`` graph builder can be imported."""
     try:
@@ -116,8 +120,11 @@ class Graph:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only
         options.enable_cpu_mem_arena = False  # an arena keeps its peak for the process
-        return onnxruntime.InferenceSession(model.SerializeToString(), options,
-                                            providers=["CPUExecutionProvider"])
+        try:
+            return onnxruntime.InferenceSession(model.SerializeToString(), options,
+                                                providers=["CPUExecutionProvider"])
+        except Exception as exc:  # Fail, InvalidGraph, NotImplemented, …: no common base
+            raise GraphError(f"ONNX Runtime refused the graph: {exc}") from exc
 
 
 class Int8MatMul:

@@ -368,8 +368,8 @@ class WhisperEngine:
             return None
         try:
             decoder = WhisperDecoder.from_model_dir(self.model_dir, int8=int8)
-        except (ValueError, KeyError, OSError, RuntimeError) as exc:
-            # ModelFileError is a ValueError; ONNX Runtime raises RuntimeError subclasses
+        except (ValueError, KeyError, OSError, onnx_graph.GraphError) as exc:
+            # ModelFileError is a ValueError
             log.warning("= live decodes stay in CTranslate2: %s", exc)
             return None
         log.info("= live decodes run %s (%s)",

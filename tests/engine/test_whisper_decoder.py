@@ -267,6 +267,21 @@ def test_engine_falls_back_to_ctranslate2_when_the_decoder_cannot_load(monkeypat
     assert engine.decode(clip("jfk").samples()[: 16000 * 3])
 
 
+def test_engine_falls_back_to_ctranslate2_when_onnx_runtime_refuses_a_graph(monkeypatch,
+                                                                          caplog) -> None:
+    import onnxruntime
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as Refused
+
+    def refuse(*args, **kwargs):
+        raise Refused("Could not find an implementation for MatMulInteger(10) node")
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
+    engine = WhisperEngine(threads=2)
+    assert engine._decoder is None
+    assert "ONNX Runtime refused the graph" in caplog.text
+    assert engine.decode(clip("jfk").samples()[: 16000 * 3])
+
+
 def test_a_length_cap_inside_the_forced_words_ends_the_answer_as_ctranslate2_does(
         tiny: Reference) -> None:
     audio = windows("jfk", 4.0, 4.0)[0]
