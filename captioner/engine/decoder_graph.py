@@ -57,12 +57,12 @@ class DecoderGraphs:
     def _cross_graph(self, v: dict[str, np.ndarray], width: int):
         g = Graph()
         heads, hw = self.heads, self.head_width
+        split = g.constant(np.array([width, width], np.int64))
+        shape = g.constant(np.array([-1, heads, hw], np.int64))
         outputs = []
         for i in range(self.layers):
             kv = self._linear(g, "memory", v, f"decoder/layer_{i}/attention/linear_1")
-            k, vv = g.op("Split", kv, g.constant(np.array([width, width], np.int64)), axis=1,
-                         outputs=2)
-            shape = g.constant(np.array([-1, heads, hw], np.int64))
+            k, vv = g.op("Split", kv, split, axis=1, outputs=2)
             outputs.append((f"k{i}", g.op("Transpose", g.op("Reshape", k, shape), perm=[1, 2, 0]),
                             [heads, hw, "frames"]))
             outputs.append((f"v{i}", g.op("Transpose", g.op("Reshape", vv, shape), perm=[1, 0, 2]),

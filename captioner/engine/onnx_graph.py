@@ -135,12 +135,6 @@ class Int8MatMul:
         y = graph.linear("x", q, scale, bias)
         self._session = graph.session([("x", ["rows", q.shape[0]])],
                                       [("y", y, ["rows", q.shape[1]])])
-        self.shape = q.shape
-
-    @classmethod
-    def of(cls, weight: np.ndarray, bias: np.ndarray | None = None) -> Int8MatMul:
-        """The product with a float ``weight`` ([inputs, outputs]), quantized here."""
-        return cls(*quantize(weight), bias)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         x = np.ascontiguousarray(x, dtype=np.float32)

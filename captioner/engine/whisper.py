@@ -202,7 +202,7 @@ class WhisperEngine:
                 f"Speech model in {self.model_dir} could not be loaded: {exc}"
             ) from exc
         self.multilingual = self._model.model.is_multilingual
-        self._decoder = (self._numpy_decoder(int8=live_decoder == "int8")
+        self._decoder = (self._own_decoder(int8=live_decoder == "int8")
                          if live_decoder != "ctranslate2" else None)
         self._decoder_lock = threading.Lock()  # it keeps one cache: one call at a time
         _one_blas_thread()
@@ -362,7 +362,8 @@ class WhisperEngine:
 
     # -- internals -----------------------------------------------------------
 
-    def _numpy_decoder(self, int8: bool) -> WhisperDecoder | None:
+    def _own_decoder(self, int8: bool) -> WhisperDecoder | None:
+        """captioner.engine.whisper_decoder for live decodes, or None: CTranslate2's."""
         if int8 and not onnx_graph.available():  # the installers' bundles leave it out
             log.info("= live decodes run in CTranslate2: ONNX Runtime is not installed")
             return None

@@ -133,7 +133,6 @@ class WhisperDecoder:
             output = np.ascontiguousarray(embeddings.T, dtype=np.float32)  # one float32 copy
             self._embed = lambda tokens: output[:, tokens].T
             self._project = lambda x: x @ output
-        self.int8 = int8
         self._positions = variables["decoder/position_encodings/encodings"].astype(np.float32)
         count = 0
         while f"decoder/layer_{count}/ffn/linear_0/weight" in variables:
@@ -150,6 +149,11 @@ class WhisperDecoder:
         self._keys = np.zeros(shape, np.float32)
         self._values = np.zeros(shape, np.float32)
         self._cross: list[tuple[np.ndarray, np.ndarray]] = []
+
+    @property
+    def int8(self) -> bool:
+        """Whether the network runs as int8 ONNX Runtime graphs (else float32 numpy)."""
+        return self._graphs is not None
 
     @classmethod
     def from_model_dir(cls, folder: str | os.PathLike[str], int8: bool = False

@@ -31,7 +31,7 @@ def test_each_row_is_as_close_as_its_own_range_allows(rows: int) -> None:
     rng = np.random.default_rng(2)
     weight = _weights(rng)
     bias = rng.standard_normal(weight.shape[1]).astype(np.float32)
-    product = Int8MatMul.of(weight, bias)
+    product = Int8MatMul(*quantize(weight), bias)
     # Rows of very different size, as a batched pass feeds (a residual and a small one).
     x = rng.standard_normal((rows, weight.shape[0])).astype(np.float32)
     x *= np.logspace(1, -3, rows, dtype=np.float32)[:, None] if rows > 1 else 1.0
@@ -48,6 +48,6 @@ def test_a_product_without_bias_and_a_column_of_zeros() -> None:
     weight = _weights(rng, 32, 16)
     weight[:, 5] = 0.0
     x = rng.standard_normal((3, 32)).astype(np.float32)
-    got = Int8MatMul.of(weight)(x)
+    got = Int8MatMul(*quantize(weight))(x)
     assert np.all(got[:, 5] == 0.0)
     np.testing.assert_allclose(got, x @ weight, atol=0.02 * np.abs(x @ weight).max())
