@@ -23,10 +23,11 @@ Each figure is measured in this process, beside the offline baseline:
   on noisy speech tiny.en reads the same span differently from a start 30–90 ms
   apart, so one grid is one draw; the spread says how far an idea's effect must
   exceed it. And once pushed in 128 ms chunks: the text must not change.
-- fast mode once more with the live decodes in the other runtime (CTranslate2 if the
+- fast mode once more with the decodes in the other runtime (CTranslate2 if the
   engine runs them on its own decoder, int8 graphs by default; that decoder, int8 when
-  ONNX Runtime is installed, with ``--live ctranslate2``): errors and CPU, the baseline
-  for that choice.
+  ONNX Runtime is installed, with ``--live ctranslate2``), and once with only the
+  finals' beam search in CTranslate2 (``--finals ctranslate2`` swaps the two): errors
+  and CPU, the baselines for those choices.
 - stages: where the fast runs' CPU went (feature extraction, encoder, greedy live
   decodes, beam final decodes, speech gate), per audio second, with call counts; and
   how many live answer tokens were accepted from the previous answer (the draft).
@@ -116,13 +117,23 @@ class _Timed:
 
 @contextlib.contextmanager
 def _other_live(engine: WhisperEngine, numpy_decoder: WhisperDecoder) -> Iterator[None]:
-    """Live decodes in the other runtime: numpy if the engine uses CTranslate2, and back."""
+    """Decodes in the other runtime: our decoder if the engine uses CTranslate2, and back."""
     decoder = engine._decoder
     engine._decoder = numpy_decoder if decoder is None else None
     try:
         yield
     finally:
         engine._decoder = decoder
+
+
+@contextlib.contextmanager
+def _other_finals(engine: WhisperEngine) -> Iterator[None]:
+    """Finals' beam search in the other runtime (live decodes where they were)."""
+    engine.own_finals = not engine.own_finals
+    try:
+        yield
+    finally:
+        engine.own_finals = not engine.own_finals
 
 
 @contextlib.contextmanager
@@ -171,12 +182,24 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
             return out
 
         decoder.greedy = timed_greedy  # type: ignore[method-assign]
+        beam = decoder.beam
+        final_stage = f"decoder, final (beam, {'int8 graphs' if decoder.int8 else 'numpy'})"
+
+        def timed_beam(*args: Any, **kwargs: Any) -> Any:
+            start = time.process_time()
+            try:
+                return beam(*args, **kwargs)
+            finally:
+                stages[final_stage] += time.process_time() - start
+                calls[final_stage] += 1
+
+        decoder.beam = timed_beam  # type: ignore[method-assign]
     try:
         yield
     finally:
         model.model, model.feature_extractor, vad.SileroGate.probabilities = saved
         if decoder is not None:
-            del decoder.greedy  # the class's method again
+            del decoder.greedy, decoder.beam  # the class's methods again
 
 
 def fast(engine: WhisperEngine, pcm: bytes, chunk: int = CHUNK) -> Run:
@@ -314,6 +337,8 @@ def main() -> int:
                         help="base needs the 'multilingual' extra")
     parser.add_argument("--live", choices=("ctranslate2", "numpy", "int8"), default="int8",
                         help="where the engine runs its live decodes")
+    parser.add_argument("--finals", choices=("own", "ctranslate2"), default="own",
+                        help="finals' beam search on the live decoder (own) or in CTranslate2")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
     parser.add_argument("--memory-hours", type=float, default=0.0)
     parser.add_argument("--clips", default="", help="comma-separated clip names (default all)")
@@ -328,9 +353,10 @@ def main() -> int:
         print("the multilingual model (base) is not installed: " + EXTRA_HINT)
         return 1
     engine = WhisperEngine(threads=args.threads, model=args.model, options=options,
-                           live_decoder=args.live)
+                           live_decoder=args.live, own_finals=args.finals == "own")
+    finals = "on that decoder" if engine.own_finals and engine._decoder else "in CTranslate2"
     print(f"model {args.model}, {args.threads} encoder threads, live decodes in {args.live}, "
-          f"{options}")
+          f"finals {finals}, {options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up
     totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}
@@ -342,7 +368,8 @@ def main() -> int:
     grids = [float(g) for g in args.grids.split(",") if g]
     by_grid: collections.Counter = collections.Counter()
     rechunked = []
-    other_live = [0, 0.0]  # errors, CPU: fast mode with live decodes in the other runtime
+    other_live = [0, 0.0]  # errors, CPU: fast mode with decodes in the other runtime
+    other_finals = [0, 0.0]  # errors, CPU: fast mode with finals in the other runtime
     other_decoder = engine._decoder or WhisperDecoder.from_model_dir(
         engine.model_dir, int8=onnx_graph.available())
     stages: collections.Counter = collections.Counter()
@@ -367,6 +394,11 @@ def main() -> int:
             run = fast(engine, pcm)
         other_live[0] += word_errors(clip.reference, run.text).errors
         other_live[1] += run.cpu
+        if engine._decoder is not None:
+            with _other_finals(engine):
+                run = fast(engine, pcm)
+            other_finals[0] += word_errors(clip.reference, run.text).errors
+            other_finals[1] += run.cpu
         for grid in grids:
             with _options(engine, decide_every=grid):
                 by_grid[grid] += word_errors(clip.reference, fast(engine, pcm).text).errors
@@ -402,9 +434,15 @@ def main() -> int:
     numpy = "int8 graphs" if other_decoder.int8 else "numpy"
     other = (f"CTranslate2 instead of {numpy}" if engine._decoder
              else f"{numpy} instead of CTranslate2")
-    print(f"fast mode with live decodes in {other}: "
+    which = "live decodes and finals" if engine.own_finals else "live decodes"
+    print(f"fast mode with {which} in {other}: "
           f"{other_live[0]} errors, CPU {other_live[1] / seconds * 1000:.0f} ms per audio s "
           f"= {other_live[1] / base_cpu:4.2f}× offline")
+    if engine._decoder is not None:
+        where = "CTranslate2" if engine.own_finals else f"{numpy}, beside the live decodes"
+        print(f"fast mode with the finals in {where}: "
+              f"{other_finals[0]} errors, CPU {other_finals[1] / seconds * 1000:.0f} ms per "
+              f"audio s = {other_finals[1] / base_cpu:4.2f}× offline")
     if calls["live tokens chosen"]:
         print(f"live answers: {calls['live tokens drafted']} of {calls['live tokens chosen']} "
               "tokens accepted from the previous answer in the batched pass")

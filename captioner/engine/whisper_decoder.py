@@ -1,4 +1,4 @@
-"""Whisper's text decoder in numpy, for the streaming engine's live decodes.
+"""Whisper's text decoder in numpy, for the streaming engine's decodes.
 
 Live decodes re-read a growing utterance about once a second, and most of
 what they say the previous one already said. CTranslate2 runs every token of
@@ -18,6 +18,9 @@ key/value cache, so it can
 The choice at each step follows CTranslate2's Whisper ``generate`` exactly
 (suppressed tokens, blank suppression, the timestamp rules, the score and the
 no-speech probability), so the engine reads results the same way from both.
+Finals use its beam search (``beam``), CTranslate2's in every detail that
+decides a close call, with all beams in the one cache (each beam's rows see
+the prompt and their own ancestors only).
 The network runs one of two ways:
 
 - **float32 in numpy** (``int8=False``): the model's stored values (float16 as
@@ -50,6 +53,7 @@ from captioner.engine.onnx_graph import Int8MatMul, quantize
 _MAX_POSITIONS = 448  # Whisper's text context
 _LN_EPS = 1e-5
 _GELU = 3  # CTranslate2's ActivationType.GELU
+_NEAR = 10.0  # log-probability below the best that beam candidates are looked for in
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,26 @@ class Rules:
     suppress: np.ndarray  # never chosen (Whisper's non-speech symbols)
     suppress_begin: np.ndarray  # not as the first chosen token (blank, eot)
     max_initial_timestamp: int  # index of the last timestamp an answer may start with
+    timestamps: bool  # the answer is timestamped (the start token is not <|notimestamps|>)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """One way to grow a beam: which beam, by which token, to which total log-probability."""
+
+    beam: int
+    token: int
+    score: float
+
+
+@dataclass
+class _Beam:
+    """A hypothesis: its chosen tokens, their total log-probability, and the cache slots
+    its chosen tokens were written to (all but a newly chosen one)."""
+
+    chosen: list[int]
+    score: float
+    slots: list[int]
 
 
 Product = Callable[[np.ndarray], np.ndarray]  # x ([rows, inputs]) → x @ W + b
@@ -111,7 +135,7 @@ class _Layer:
 
 
 class WhisperDecoder:
-    """Greedy decoding with a batched prompt pass and draft checking (see module doc)."""
+    """Greedy decoding with a batched prompt pass and draft checking, and beam search."""
 
     def __init__(self, variables: dict[str, np.ndarray], special: SpecialTokens,
                  suppress_ids: Sequence[int], suppress_ids_begin: Sequence[int],
@@ -197,19 +221,10 @@ class WhisperDecoder:
         special = self.special
         forced = list(prompt[start + 1 :])
         before = start  # tokens before the start token (positions 0 .. start-1)
-        steps = min(max_length // 2, max_length - before)
-        if before + steps > _MAX_POSITIONS:
-            raise ValueError(f"max_length {max_length} is past the model's {_MAX_POSITIONS}")
-        if special.sot not in prompt[: start + 1]:
-            raise ValueError("the prompt has no <|startoftranscript|>")
+        steps, rules = self._rules(prompt, start, max_length, suppress_blank, suppress_tokens,
+                                   max_initial_timestamp_index)
         if steps <= len(forced):  # no room left after the forced tokens: they are the answer
             return Decoded(forced[:steps], 0.0, 0.0, 0)
-        timestamps = prompt[start] != special.no_timestamps
-        rules = Rules(
-            suppress=self._suppress if suppress_tokens else self._suppress[:0],
-            suppress_begin=self._suppress_begin if suppress_blank else self._suppress[:0],
-            max_initial_timestamp=special.timestamp_begin + max_initial_timestamp_index,
-        )
         draft = list(draft[: steps - len(forced) - 1])
         if special.eot in draft:
             draft = draft[: draft.index(special.eot)]
@@ -231,7 +246,9 @@ class WhisperDecoder:
             if rows is None:  # past the draft: one step for the last token
                 rows = self._logits(self._forward([chosen[-1]], before + step))
             row, rows = rows[0], (rows[1:] if len(rows) > 1 else None)
-            token, logprob = self._choose(row, chosen, rules, timestamps, first=step == 0)
+            logprobs = self._logprobs(row[None], [chosen], rules, first=step == 0)[0]
+            token = int(np.argmax(logprobs))
+            logprob = float(logprobs[token])
             score += logprob
             if token == special.eot:
                 break
@@ -246,44 +263,149 @@ class WhisperDecoder:
         tokens = forced + chosen
         return Decoded(tokens, score / max(1, len(tokens)), no_speech, drafted)
 
-    def _choose(self, logits: np.ndarray, chosen: list[int], rules: Rules,
-                timestamps: bool, first: bool) -> tuple[int, float]:
-        """The next token and its log-probability (CTranslate2's rules, in its order)."""
+    def beam(self, encoder_output: np.ndarray, prompt: Sequence[int], start: int, *,
+             max_length: int, beam_size: int = 5, patience: float = 1.0,
+             suppress_blank: bool = True, suppress_tokens: bool = True,
+             max_initial_timestamp_index: int = 50) -> Decoded:
+        """The beam search answer to ``prompt``, as CTranslate2's ``generate`` gives it.
+
+        Arguments as for ``greedy``. CTranslate2's search in the details that decide
+        a close call: each step keeps the best ``2 × beam_size`` candidates of all
+        beams; a candidate among the first ``beam_size`` that ends its answer is
+        set aside and the next unfinished one takes its place; the search stops
+        once ``beam_size × patience`` answers are set aside (or at the length
+        cap, where every beam is); answers are ranked by score over length
+        (length penalty 1), forced tokens counted in the length but not the score.
+        After forced tokens only the first beam grows, and an end of text among
+        the other candidates of that step is dropped.
+
+        Every beam lives in the one key/value cache: a step runs each beam's
+        newest token as one row, seeing the prompt's rows and its own ancestors'
+        (a mask), so nothing is copied between beams.
+        """
+        special = self.special
+        forced = list(prompt[start + 1 :])
+        steps, rules = self._rules(prompt, start, max_length, suppress_blank, suppress_tokens,
+                                   max_initial_timestamp_index)
+        if steps <= len(forced):
+            return Decoded(forced[:steps], 0.0, 0.0, 0)
+        size = len(prompt)
+        self._reserve(size + beam_size * (steps - len(forced)))
+        self._cross = self._cross_attention(np.asarray(encoder_output, dtype=np.float32))
+        hidden = self._forward(list(prompt), 0)
+        sot = max(i for i in range(start + 1) if prompt[i] == special.sot)
+        logits = self._logits(hidden[[sot, size - 1]])
+        no_speech = _softmax_at(logits[0], special.no_speech)
+        rows = logits[1:]
+        beams = [_Beam([], 0.0, [])]
+        done: list[tuple[float, list[int]]] = []  # (length-normalized score, tokens)
+        wanted = round(beam_size * patience)
+        fill = size  # cache slots in use
+        while True:
+            step = len(forced) + len(beams[0].chosen)
+            logprobs = self._logprobs(rows, [b.chosen for b in beams], rules, first=step == 0)
+            logprobs += np.array([[b.score] for b in beams], np.float32)
+            flat = logprobs.ravel()
+            top = _best(flat, 2 * beam_size)
+            vocabulary = logprobs.shape[1]
+            candidates: list[_Candidate | None] = [
+                _Candidate(int(i) // vocabulary, int(i) % vocabulary, float(flat[i]))
+                for i in top]
+            if forced and step == len(forced):  # CTranslate2's guard against short answers
+                candidates[1:] = [None if c is not None and c.token == special.eot else c
+                                  for c in candidates[1:]]
+            last = step + 1 == steps
+            grown: list[_Candidate] = []
+            spare = beam_size
+            for candidate in candidates[:beam_size]:
+                kept = candidate
+                if candidate is not None and (candidate.token == special.eot or last):
+                    chosen = beams[candidate.beam].chosen
+                    tokens = forced + chosen + ([] if candidate.token == special.eot
+                                                else [candidate.token])
+                    done.append((candidate.score / max(1, len(tokens)), tokens))
+                    for j in range(spare, len(candidates)):  # the next one not ended
+                        other = candidates[j]
+                        if other is None or other.token != special.eot:
+                            kept, spare = other, j + 1
+                            break
+                if kept is not None:
+                    grown.append(kept)
+            if last or len(done) >= wanted or not grown:
+                break
+            beams = [_Beam([*beams[c.beam].chosen, c.token], c.score, beams[c.beam].slots)
+                     for c in grown]
+            mask = np.full((len(beams), fill + len(beams)), -np.inf, np.float32)
+            mask[:, :size] = 0.0
+            for k, b in enumerate(beams):
+                mask[k, b.slots] = 0.0
+                mask[k, fill + k] = 0.0
+                b.slots = [*b.slots, fill + k]
+            place = size + len(beams[0].chosen) - 1
+            rows = self._logits(self._forward([b.chosen[-1] for b in beams], fill,
+                                              places=[place] * len(beams), mask=mask))
+            fill += len(beams)
+        score, tokens = max(done, key=lambda answer: answer[0])
+        return Decoded(tokens, score, no_speech, 0)
+
+    def _rules(self, prompt: Sequence[int], start: int, max_length: int, suppress_blank: bool,
+               suppress_tokens: bool, max_initial_timestamp_index: int) -> tuple[int, Rules]:
+        """How many tokens the answer may have after the start token, and its rules."""
+        special = self.special
+        steps = min(max_length // 2, max_length - start)
+        if start + steps > _MAX_POSITIONS:
+            raise ValueError(f"max_length {max_length} is past the model's {_MAX_POSITIONS}")
+        if special.sot not in prompt[: start + 1]:
+            raise ValueError("the prompt has no <|startoftranscript|>")
+        return steps, Rules(
+            suppress=self._suppress if suppress_tokens else self._suppress[:0],
+            suppress_begin=self._suppress_begin if suppress_blank else self._suppress[:0],
+            max_initial_timestamp=special.timestamp_begin + max_initial_timestamp_index,
+            timestamps=prompt[start] != special.no_timestamps,
+        )
+
+    def _logprobs(self, logits: np.ndarray, chosen: Sequence[list[int]], rules: Rules,
+                  first: bool) -> np.ndarray:
+        """Log-probabilities of each row's next token (CTranslate2's rules, in its order).
+
+        Row i of ``logits`` continues the answer whose chosen tokens are ``chosen[i]``.
+        """
         special = self.special
         begin = special.timestamp_begin
         x = logits.copy()
-        x[rules.suppress] = -np.inf
-        if not chosen:
-            x[rules.suppress_begin] = -np.inf
-        check_timestamps = False
-        if timestamps:
-            x[special.no_timestamps] = -np.inf
+        x[:, rules.suppress] = -np.inf
+        checked = []  # rows whose timestamps may outweigh their text
+        for i, tokens in enumerate(chosen):
+            row = x[i]
+            if not tokens:
+                row[rules.suppress_begin] = -np.inf
+            if not rules.timestamps:
+                continue
+            row[special.no_timestamps] = -np.inf
             if first:  # nothing forced: the answer opens with an early timestamp
-                x[:begin] = -np.inf
-                x[rules.max_initial_timestamp + 1 :] = -np.inf
-            elif chosen:  # timestamps come in pairs and never go back
-                last = chosen[-1]
+                row[:begin] = -np.inf
+                row[rules.max_initial_timestamp + 1 :] = -np.inf
+            elif tokens:  # timestamps come in pairs and never go back
+                last = tokens[-1]
                 if last >= begin:
-                    penultimate = chosen[-2] if len(chosen) > 1 else last
+                    penultimate = tokens[-2] if len(tokens) > 1 else last
                     if penultimate >= begin:
-                        x[begin:] = -np.inf
+                        row[begin:] = -np.inf
                     else:
-                        x[: special.eot] = -np.inf
-                        x[begin:last] = -np.inf
-                        check_timestamps = True
+                        row[: special.eot] = -np.inf
+                        row[begin:last] = -np.inf
+                        checked.append(i)
                 else:
-                    check_timestamps = True
-                    latest = next((t for t in reversed(chosen) if t >= begin), None)
+                    checked.append(i)
+                    latest = next((t for t in reversed(tokens) if t >= begin), None)
                     if latest is not None:
-                        x[begin : latest + 1] = -np.inf
+                        row[begin : latest + 1] = -np.inf
         logprobs = _log_softmax(x)
-        if check_timestamps:
-            text_best = float(logprobs[:begin].max())
-            if float(_logsumexp(logprobs[begin:])) > text_best:
-                x[:begin] = -np.inf
-                logprobs = _log_softmax(x)
-        token = int(np.argmax(logprobs))
-        return token, float(logprobs[token])
+        for i in checked:
+            if _logsumexp(logprobs[i, begin:]) > float(logprobs[i, :begin].max()):
+                x[i, :begin] = -np.inf
+                logprobs[i] = _log_softmax(x[i])
+        return logprobs
 
     # -- the network -----------------------------------------------------------
 
@@ -301,15 +423,21 @@ class WhisperDecoder:
                         np.ascontiguousarray(v.transpose(1, 0, 2))))
         return out
 
-    def _forward(self, tokens: Sequence[int], position: int) -> np.ndarray:
-        """Hidden states of ``tokens`` placed at ``position``; their keys join the cache."""
+    def _forward(self, tokens: Sequence[int], position: int, places: Sequence[int] | None = None,
+                 mask: np.ndarray | None = None) -> np.ndarray:
+        """Hidden states of ``tokens`` written to the cache from slot ``position`` on.
+
+        By default row i is at position + i of one sequence and sees the slots
+        before it; beams give each row its ``places`` in its own sequence and a
+        ``mask`` ([rows, slots], 0 or -inf) of the slots it sees.
+        """
         n = len(tokens)
         end = position + n
         heads, width = self.heads, self.head_width
         scale = 1.0 / math.sqrt(width)
-        x = self._embed(tokens) + self._positions[position:end]
-        mask = None
-        if n > 1:
+        x = self._embed(tokens) + (self._positions[position:end] if places is None
+                                   else self._positions[list(places)])
+        if mask is None and n > 1:
             mask = np.triu(np.full((n, end), -np.inf, np.float32), position + 1)
         if self._graphs is not None:
             return self._graphs.run(x, np.zeros((n, end), np.float32) if mask is None else mask,
@@ -332,6 +460,13 @@ class WhisperDecoder:
             h = _gelu(_layer_norm(x, *layer.norm3) @ layer.ff1 + layer.ff1_b)
             x = x + h @ layer.ff2 + layer.ff2_b
         return x
+
+    def _reserve(self, slots: int) -> None:
+        """Room for ``slots`` rows of keys and values (beams need more than a sequence)."""
+        layers, heads, size, width = self._keys.shape
+        if slots > size:
+            self._keys = np.zeros((layers, heads, slots, width), np.float32)
+            self._values = np.zeros_like(self._keys)
 
     def _logits(self, hidden: np.ndarray) -> np.ndarray:
         return self._project(_layer_norm(hidden, *self._norm))
@@ -370,7 +505,10 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:
-    return x - _logsumexp(x)
+    """Along the last axis, of one row or a block of rows."""
+    top = x.max(axis=-1, keepdims=True)
+    top[top == -np.inf] = 0.0
+    return x - (top + np.log(np.exp(x - top).sum(axis=-1, keepdims=True)))
 
 
 def _logsumexp(x: np.ndarray) -> float:
@@ -378,6 +516,16 @@ def _logsumexp(x: np.ndarray) -> float:
     if top == -np.inf:
         return top
     return top + math.log(float(np.exp(x - top).sum()))
+
+
+def _best(x: np.ndarray, count: int) -> np.ndarray:
+    """Indices of the ``count`` largest values, largest first."""
+    count = min(count, x.size)
+    near = np.flatnonzero(x >= x.max() - _NEAR)  # a few hundred of 260,000: cheap to sort
+    if len(near) < count:
+        near = np.arange(x.size)
+    top = near[np.argpartition(-x[near], count - 1)[:count]]
+    return top[np.argsort(-x[top], kind="stable")]
 
 
 def _softmax_at(x: np.ndarray, index: int) -> float:

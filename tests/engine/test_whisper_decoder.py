@@ -3,11 +3,13 @@
 CTranslate2 loaded in float32 runs the same weights the numpy decoder uses, so the
 two must give the same tokens, score and no-speech probability for every prompt
 shape the engine sends: previous text or none, a forced prefix or none, English
-tiny.en and multilingual base with its language tokens.
+tiny.en and multilingual base with its language tokens; greedy (live decodes) and
+beam search (finals).
 """
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -57,16 +59,19 @@ class Reference:
         start = len(prompt) - 2
         return prompt + (tk.encode(prefix) if prefix else []), start
 
-    def both(self, audio: np.ndarray, context: str, prefix: str, **options):
+    def both(self, audio: np.ndarray, context: str, prefix: str, beam_size: int = 1,
+             max_length: int = 0, **options):
         encoded = self.encode(audio)
         prompt, start = self.prompt(context, prefix)
-        max_length = len(prompt) + 56
+        max_length = max_length or len(prompt) + 56
         expected = self.model.model.generate(
-            encoded, [prompt], beam_size=1, max_length=max_length, return_scores=True,
+            encoded, [prompt], beam_size=beam_size, max_length=max_length, return_scores=True,
             return_no_speech_prob=True, suppress_blank=not prefix, suppress_tokens=[-1],
             max_initial_timestamp_index=50)[0]
-        got = self.decoder.greedy(np.asarray(encoded)[0], prompt, start,
-                                  max_length=max_length, suppress_blank=not prefix, **options)
+        search = self.decoder.greedy if beam_size == 1 else functools.partial(
+            self.decoder.beam, beam_size=beam_size)
+        got = search(np.asarray(encoded)[0], prompt, start, max_length=max_length,
+                     suppress_blank=not prefix, **options)
         return expected, got, (encoded, prompt, start, max_length)
 
 
@@ -95,6 +100,36 @@ def test_greedy_matches_ctranslate2_on_real_speech(tiny: Reference, name: str) -
             assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
             compared += 1
     assert compared == 16
+
+
+@pytest.mark.parametrize("name", ["jfk", "sonnet_phone"])
+def test_beam_search_matches_ctranslate2_on_real_speech(tiny: Reference, name: str) -> None:
+    """Finals: beam 5, every prompt shape; beams share one cache behind a mask."""
+    compared = 0
+    for audio in windows(name, 6.0, 3.0)[:3]:
+        for context, prefix in CASES:
+            expected, got, _ = tiny.both(audio, context, prefix, beam_size=5)
+            assert got.tokens == expected.sequences_ids[0], (context, prefix)
+            assert got.score == pytest.approx(expected.scores[0], abs=2e-3)
+            assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
+            compared += 1
+    assert compared == 12
+
+
+def test_beam_search_at_the_length_cap_and_after_a_long_prompt(tiny: Reference) -> None:
+    """At the cap every beam is an answer; a long prompt needs more cache than one sequence."""
+    audio = windows("sonnet", 8.0, 8.0)[1]
+    for max_length in (8, 20):
+        expected, got, _ = tiny.both(audio, "", "", beam_size=5, max_length=max_length)
+        assert got.tokens == expected.sequences_ids[0], max_length
+        assert got.score == pytest.approx(expected.scores[0], abs=2e-3)
+    words = tiny.tokenizer.encode(" " + " ".join([clip("sonnet").reference] * 4))
+    context = tiny.tokenizer.decode(words[-220:])  # about the engine's longest prompt
+    expected, got, (_, prompt, _, _) = tiny.both(audio, context, "", beam_size=5,
+                                                 max_length=448)
+    assert len(prompt) > 200 and tiny.decoder._keys.shape[2] > 448
+    assert got.tokens == expected.sequences_ids[0]
+    assert got.score == pytest.approx(expected.scores[0], abs=2e-3)
 
 
 def test_the_installers_int8_copy_decodes_as_ctranslate2_reads_it(tmp_path) -> None:
@@ -165,20 +200,24 @@ def test_draft_after_steps_over_timestamps_the_forced_words_lack() -> None:
     assert draft_after([], [begin], begin) == []
 
 
-def test_engine_live_decodes_run_in_numpy_when_asked_and_finals_do_not() -> None:
+def test_engine_live_decodes_run_in_numpy_when_asked_and_finals_beside_them() -> None:
     assert WhisperEngine(threads=2, live_decoder="ctranslate2")._decoder is None
     engine = WhisperEngine(threads=2, live_decoder="numpy")
     assert engine._decoder is not None
-    calls = []
-    greedy = engine._decoder.greedy
+    calls, finals = [], []
+    greedy, beam = engine._decoder.greedy, engine._decoder.beam
     engine._decoder.greedy = lambda *a, **k: calls.append(k.get("draft")) or greedy(*a, **k)
+    engine._decoder.beam = lambda *a, **k: finals.append(k["beam_size"]) or beam(*a, **k)
     audio = clip("jfk").samples()[: 16000 * 4]
     live = engine.decode(audio)
     second = engine.decode(audio)
     assert live and second == live
     assert len(calls) == 2 and calls[0] == [] and calls[1]  # the first answer drafts the next
-    engine.decode(audio, final=True)
-    assert len(calls) == 2
+    assert engine.decode(audio, final=True)
+    assert len(calls) == 2 and finals == [5]
+    engine.own_finals = False  # CTranslate2's beam search instead
+    assert engine.decode(audio, final=True)
+    assert finals == [5]
 
 
 def test_reader_gives_named_arrays_and_refuses_a_cut_file(tmp_path) -> None:
@@ -242,6 +281,18 @@ def test_int8_products_transcribe_real_speech_whole(tiny: Reference,
     got = int8_decoder.greedy(np.asarray(encoded)[0], prompt, start, max_length=len(prompt) + 80)
     text = tiny.tokenizer.decode([t for t in got.tokens if t < tiny.tokenizer.eot])
     assert word_errors(speech.reference, text).errors == 0, text
+
+
+def test_int8_beam_search_transcribes_real_speech_whole(tiny: Reference,
+                                                       int8_decoder: WhisperDecoder) -> None:
+    for name in ("jfk", "jfk_phone"):
+        speech = clip(name)
+        encoded = tiny.encode(speech.samples())
+        prompt, start = tiny.prompt("", "")
+        got = int8_decoder.beam(np.asarray(encoded)[0], prompt, start,
+                                max_length=len(prompt) + 80)
+        text = tiny.tokenizer.decode([t for t in got.tokens if t < tiny.tokenizer.eot])
+        assert word_errors(speech.reference, text).errors <= (0 if name == "jfk" else 2), text
 
 
 def test_engine_live_decodes_use_int8_graphs_by_default(monkeypatch, caplog) -> None:
