@@ -71,6 +71,7 @@ from captioner.engine.streaming import (
     SAMPLE_RATE,
     StreamingOptions,
     StreamingTranscriber,
+    word_key,
 )
 from captioner.engine.vad import SileroGate
 from captioner.engine.whisper_decoder import WhisperDecoder
@@ -91,7 +92,6 @@ _MAX_CONTEXT_TOKENS = 223  # Whisper's previous-text prompt limit (half the 448 
 _TOKENS_PER_SECOND = 8  # generous speech rate bound: caps a repetition loop's cost
 _MIN_NEW_TOKENS = 16
 _WORD = re.compile(r"\s*\S+")
-_PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 _LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
 _REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
 _FAST_SPEECH = 4.5  # words per second: an answer wordier than this for its clip has a loop
@@ -483,7 +483,7 @@ def without_loop(text: str, seconds: float) -> str:
     reads the same and is real.
     """
     words = _WORD.findall(text)
-    keys = [w.strip().strip(_PUNCTUATION).casefold() for w in words]
+    keys = [word_key(w) for w in words]
     for i in range(len(keys)):
         for n in range(1, (len(keys) - i) // 2 + 1):
             if keys[i : i + n] != keys[i + n : i + 2 * n]:
