@@ -53,7 +53,7 @@ from captioner.engine.onnx_graph import Int8MatMul, quantize
 _MAX_POSITIONS = 448  # Whisper's text context
 _LN_EPS = 1e-5
 _GELU = 3  # CTranslate2's ActivationType.GELU
-_NEAR = 10.0  # log-probability below the best that beam candidates are looked for in
+_NEAR = 10.0  # beam candidates are looked for within this log-probability of the best
 
 
 @dataclass(frozen=True)

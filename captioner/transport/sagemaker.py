@@ -405,6 +405,13 @@ class SageMakerTransport:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_GRACE_SECONDS)
             if not self._reader.done():
+                # A stalled response: end the connection first, which answers the read the
+                # CRT holds (cancelling that read first leaves the CRT to answer a cancelled
+                # future later, an error printed from its thread).
+                await _close_quietly(self._client, self._http)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(self._reader), CLOSE_GRACE_SECONDS)
+            if not self._reader.done():
                 self._reader.cancel()
                 with contextlib.suppress(BaseException):
                     await self._reader

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 
@@ -17,7 +18,11 @@ from captioner.realtime.events import (
     encode,
 )
 from captioner.transport.base import AuthError, ConnectError, ConnectionLost, EndpointError
-from captioner.transport.sagemaker import SageMakerTransport, sagemaker_connector
+from captioner.transport.sagemaker import (
+    CLOSE_GRACE_SECONDS,
+    SageMakerTransport,
+    sagemaker_connector,
+)
 from tests.support.fake_sagemaker import Fault
 from tests.support.transcribers import tone_words_pcm
 
@@ -245,7 +250,9 @@ def test_fault_injected_on_demand(fake_sagemaker, echo_backend):
     run(main())
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_stall_then_close_does_not_hang(fake_sagemaker, echo_backend):
+    """Nor leave the CRT to answer a read we cancelled (an error printed from its thread)."""
     fake_sagemaker.backend_url = echo_backend.url
 
     async def main():
@@ -258,7 +265,9 @@ def test_stall_then_close_does_not_hang(fake_sagemaker, echo_backend):
         pending = asyncio.ensure_future(transport.recv())
         done, _ = await asyncio.wait({pending}, timeout=0.5)
         assert not done  # nothing relayed while stalled
+        started = time.monotonic()
         await transport.close()  # the session's watchdog would do this
+        assert time.monotonic() - started < 2 * CLOSE_GRACE_SECONDS + 1
         result = await pending
         fake_sagemaker.unstall()
         return result
