@@ -292,8 +292,8 @@ class WhisperEngine:
 
             return self._live(encoder_output, prompt, start, max_length,
                               suppress_blank=not said, stop=looping)
-        if final and self.own_finals and self._decoder is not None:
-            with self._decoder_lock:
+        if final and self.own_finals and self.final_beam_size > 1 and self._decoder is not None:
+            with self._decoder_lock:  # (CTranslate2 answers beam 1 by greedy search)
                 out = self._decoder.beam(
                     np.asarray(encoder_output)[0], prompt, start, max_length=max_length,
                     beam_size=self.final_beam_size, suppress_blank=not said,
