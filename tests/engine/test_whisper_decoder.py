@@ -147,12 +147,13 @@ def test_the_installers_int8_copy_decodes_as_ctranslate2_reads_it(tmp_path) -> N
 
 
 @pytest.mark.skipif(not multilingual_installed(), reason="the multilingual extra is not installed")
-def test_greedy_matches_ctranslate2_with_language_tokens() -> None:
+def test_greedy_and_beam_match_ctranslate2_with_language_tokens() -> None:
     base = Reference(model_folder("base"), "en")
     for audio in windows("jfk", 4.0, 4.0)[:2]:
-        expected, got, _ = base.both(audio, CONTEXT, "")
-        assert got.tokens == expected.sequences_ids[0]
-        assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
+        for beam_size in (1, 5):
+            expected, got, _ = base.both(audio, CONTEXT, "", beam_size=beam_size)
+            assert got.tokens == expected.sequences_ids[0], beam_size
+            assert got.no_speech_prob == pytest.approx(expected.no_speech_prob, abs=2e-3)
 
 
 def test_a_draft_never_changes_the_answer_only_its_cost(tiny: Reference) -> None:
