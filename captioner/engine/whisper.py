@@ -376,7 +376,7 @@ class WhisperEngine:
     # -- internals -----------------------------------------------------------
 
     def _own_decoder(self, int8: bool) -> WhisperDecoder | None:
-        """captioner.engine.whisper_decoder for live decodes, or None: CTranslate2's."""
+        """captioner.engine.whisper_decoder for live decodes and finals, or None: CTranslate2."""
         if int8 and not onnx_graph.available():  # the installers' bundles leave it out
             log.info("= live decodes run in CTranslate2: ONNX Runtime is not installed")
             return None
