@@ -128,6 +128,16 @@ class _CrtClient(AWSCRTHTTPClient):
         return bool(remote_end is not None and remote_end.done()
                     and not remote_end.cancelled() and remote_end.exception() is None)
 
+    async def close(self) -> None:
+        # The SDK awaits each connection's shutdown future through asyncio.wrap_future,
+        # which passes a cancellation on to it (a close cut short, or the loop's end), and
+        # the CRT later sets that cancelled future from its thread: InvalidStateError
+        # printed. A running future cannot be cancelled, so mark them running first.
+        for connection in self._connections.values():
+            with contextlib.suppress(RuntimeError):  # finished meanwhile
+                connection.shutdown_future.set_running_or_notify_cancel()
+        await super().close()
+
     def __deepcopy__(self, memo: Any) -> _CrtClient:
         # The SDK deep-copies its config; keep the TLS choice and share the CRT loop.
         return self

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import logging
 import time
 
@@ -273,6 +275,36 @@ def test_stall_then_close_does_not_hang(fake_sagemaker, echo_backend):
         return result
 
     assert run(main()) is None
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+@pytest.mark.parametrize("spins", [0, 1, 2, 3, 5, 8])
+def test_close_cut_short_leaves_the_crt_nothing_to_trip_on(fake_sagemaker, echo_backend,
+                                                          spins):
+    """A close cancelled midway (the app quitting, a loop ending) must not cancel the
+    CRT's own shutdown future, which its thread sets later (an error printed there)."""
+    fake_sagemaker.backend_url = echo_backend.url
+
+    async def main():
+        transport = await SageMakerTransport.connect(
+            fake_sagemaker.target(), fake_sagemaker.aws_credentials())
+        await transport.send_text("x")
+        assert await transport.recv() == "x"
+        connections = list(transport._http._connections.values())
+        closing = asyncio.ensure_future(transport.close())
+        while transport._http._connections:  # the SDK's close has begun
+            await asyncio.sleep(0)
+        for _ in range(spins):  # ... and waits on the CRT's shutdown
+            await asyncio.sleep(0)
+        closing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await closing
+        return [c.shutdown_future for c in connections]
+
+    shutdowns = run(main())
+    assert shutdowns and not any(f.cancelled() for f in shutdowns)
+    concurrent.futures.wait(shutdowns, timeout=5)
+    assert all(f.done() for f in shutdowns)
 
 
 def test_connector_fetches_credentials_each_time(fake_sagemaker, echo_backend):
