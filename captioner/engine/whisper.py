@@ -136,19 +136,20 @@ LiveDecoder = Literal["auto", "ctranslate2", "numpy", "int8"]
 
 
 def cheaper_live_decoder() -> LiveDecoder:
-    """CTranslate2 on a CPU with int8 dot-product instructions (VNNI), else our int8 graphs.
+    """CTranslate2 on a CPU with AVX-512 VNNI (int8 dot products), else our int8 graphs.
 
     A decoder step is a one-row int8 product with the 20 MB output projection.
-    With VNNI, CTranslate2's oneDNN kernels do it in about 2 ms and the whole
-    engine cost 1.4× offline against 1.8× on the graphs; without (AVX2 only),
-    oneDNN's generic path takes about 8 ms and the graphs (ONNX Runtime's MLAS)
-    are the cheaper by a quarter (docs/streaming-engine.md).
+    With VNNI, CTranslate2's oneDNN kernels do it in about 2 ms, and the whole
+    engine cost a fifth less than on the graphs; without (AVX2 only), oneDNN's
+    generic path takes about 8 ms and the graphs (ONNX Runtime's MLAS) are the
+    cheaper by a quarter (docs/streaming-engine.md). numpy does not report
+    AVX-VNNI (AVX2 with VNNI), so such CPUs keep the graphs (not measured).
     """
     try:
         from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy moved it: keep the choice that is never slow
+    except ImportError:  # numpy moved it: the graphs, as before this choice existed
         return "int8"
-    return "ctranslate2" if features.get("AVX512VNNI") or features.get("AVXVNNI") else "int8"
+    return "ctranslate2" if features.get("AVX512VNNI") else "int8"
 
 
 class _DecodingOnOneThread:
