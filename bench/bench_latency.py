@@ -259,10 +259,13 @@ def first_seen(reference: list[str], snapshots: list[tuple[float, list[str]]]) -
     """For each reference word, the first snapshot time whose words contain it.
 
     Snapshots may be only the rows on screen, so each is aligned with the part of
-    the reference around what was matched so far (text only moves forward). A
-    block further on in the reference than in the snapshot ("to the" after
-    "contracted" taken for "herald to the" 30 words later) is a chance match, not
-    the text on screen: it is skipped, or the cursor would jump past real words.
+    the reference around what was matched so far (text only moves forward). Of the
+    blocks in common, the chain with the most words is kept, where a block whose gap
+    to the one before it is longer in the reference than in the snapshot does not
+    follow it: that is a chance match ("to the" after "contracted" taken for "herald
+    to the" 30 words later, or the "to" of "foe, to thy" for the snapshot's "self to
+    cruel"), and taking it would jump the cursor past real words or, seen first,
+    veto the real text after it.
     """
     ref = [norm(w) for w in reference]
     seen = [np.nan] * len(ref)
@@ -272,18 +275,24 @@ def first_seen(reference: list[str], snapshots: list[tuple[float, list[str]]]) -
         lo = max(0, cursor - len(hyp) - 10)
         hi = min(len(ref), cursor + len(hyp) + 40)
         matcher = difflib.SequenceMatcher(a=ref[lo:hi], b=hyp, autojunk=False)
-        previous = None
-        for block in matcher.get_matching_blocks():
-            if not block.size:
-                continue
-            if previous is not None and (block.a - previous[0]) > (block.b - previous[1]) + 3:
-                continue
-            previous = (block.a + block.size, block.b + block.size)
+        for block in _likeliest_chain([b for b in matcher.get_matching_blocks() if b.size]):
             for k in range(lo + block.a, lo + block.a + block.size):
                 if np.isnan(seen[k]):
                     seen[k] = t
                 cursor = max(cursor, k + 1)
     return seen
+
+
+def _likeliest_chain(blocks: list[difflib.Match]) -> list[difflib.Match]:
+    """The blocks (in order) that can follow one another and hold the most words."""
+    best: list[tuple[int, list[difflib.Match]]] = []  # per block: (words, chain ending with it)
+    for block in blocks:
+        before = [(words, chain) for (words, chain) in best
+                  if block.a - (chain[-1].a + chain[-1].size)
+                  <= block.b - (chain[-1].b + chain[-1].size) + 3]
+        words, chain = max(before, key=lambda item: item[0], default=(0, []))
+        best.append((words + block.size, [*chain, block]))
+    return max(best, key=lambda item: item[0], default=(0, []))[1]  # first of equals
 
 
 # --- one run ------------------------------------------------------------------------
