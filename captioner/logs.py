@@ -123,7 +123,9 @@ def setup_logging(verbosity: int = 0, *, to_file: bool = True) -> Path | None:
     root = logging.getLogger()
     if getattr(root, "_captioner_configured", False):
         return getattr(root, "_captioner_file", None)
-    root.setLevel(logging.DEBUG)
+    # Debug lines are written only with -v; below it none are even made (the websockets
+    # library makes one for every frame sent or received: two per 80 ms of audio).
+    root.setLevel(logging.DEBUG if verbosity else logging.INFO)
     console = logging.StreamHandler()
     console.setLevel(logging.WARNING if verbosity == 0 else logging.INFO if verbosity == 1
                      else logging.DEBUG)

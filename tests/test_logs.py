@@ -16,14 +16,15 @@ from captioner import logs
 
 
 @pytest.fixture
-def debug_log(tmp_path, monkeypatch):
-    """setup_logging(2) into a fresh folder; yields a function returning the file's text."""
+def debug_log(request, tmp_path, monkeypatch):
+    """setup_logging(2) into a fresh folder (or the verbosity given as the fixture's
+    parameter); yields the file's path and a function returning its text."""
     folder = tmp_path / "logs" / "Captioner"
     monkeypatch.setenv("CAPTIONER_LOG_DIR", str(folder))
     root = logging.getLogger()
     saved = root.handlers[:], getattr(root, "_captioner_configured", False), root.level
     root._captioner_configured = False
-    path = logs.setup_logging(2)
+    path = logs.setup_logging(getattr(request, "param", 2))
 
     def text() -> str:
         for handler in root.handlers:
@@ -39,6 +40,21 @@ def debug_log(tmp_path, monkeypatch):
                 handler.close()
         root._captioner_configured = saved[1]
         root.setLevel(saved[2])
+
+
+@pytest.mark.parametrize("debug_log", [0, 1, 2], indirect=True)
+def test_debug_records_are_made_only_when_a_handler_writes_them(debug_log, request) -> None:
+    """The websockets library logs every frame at debug level: two records per 80 ms of
+    audio, made and thrown away when no handler wants them. Below -v nothing writes
+    debug lines, so none are made."""
+    verbosity = request.node.callspec.params["debug_log"]
+    _, text = debug_log
+    frames = logging.getLogger("websockets.client")
+    assert frames.isEnabledFor(logging.DEBUG) == (verbosity > 0)
+    frames.debug("> TEXT frame %d", 1)
+    frames.info("= connected")
+    assert ("> TEXT frame 1" in text()) == (verbosity > 0)
+    assert "= connected" in text()
 
 
 def test_file_log_redacts_registered_secrets_from_any_logger(debug_log):
