@@ -115,6 +115,11 @@ class _Timed:
         return self.__getattr__("__call__")(*args, **kwargs)
 
 
+def runtime(decoder: WhisperDecoder | None) -> str:
+    """Where decodes run: CTranslate2 (no decoder of ours), or our decoder's network."""
+    return "CTranslate2" if decoder is None else "int8 graphs" if decoder.int8 else "numpy"
+
+
 @contextlib.contextmanager
 def _other_live(engine: WhisperEngine, numpy_decoder: WhisperDecoder) -> Iterator[None]:
     """Decodes in the other runtime: our decoder if the engine uses CTranslate2, and back."""
@@ -170,7 +175,7 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
     vad.SileroGate.probabilities = timed_gate  # type: ignore[method-assign]
     if decoder is not None:  # live decodes on our decoder; their drafts' share of the answers
         greedy = decoder.greedy
-        live_stage = f"decoder, live ({'int8 graphs' if decoder.int8 else 'numpy'})"
+        live_stage = f"decoder, live ({runtime(decoder)})"
 
         def timed_greedy(*args: Any, **kwargs: Any) -> Any:
             start = time.process_time()
@@ -183,7 +188,7 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
 
         decoder.greedy = timed_greedy  # type: ignore[method-assign]
         beam = decoder.beam
-        final_stage = f"decoder, final (beam, {'int8 graphs' if decoder.int8 else 'numpy'})"
+        final_stage = f"decoder, final (beam, {runtime(decoder)})"
 
         def timed_beam(*args: Any, **kwargs: Any) -> Any:
             start = time.process_time()
@@ -356,9 +361,8 @@ def main() -> int:
     engine = WhisperEngine(threads=args.threads, model=args.model, options=options,
                            live_decoder=args.live, own_finals=args.finals == "own")
     finals = "on that decoder" if engine.own_finals and engine._decoder else "in CTranslate2"
-    live = ("CTranslate2" if engine._decoder is None
-            else "int8 graphs" if engine._decoder.int8 else "numpy")
-    print(f"model {args.model}, {args.threads} encoder threads, live decodes in {live} "
+    print(f"model {args.model}, {args.threads} encoder threads, "
+          f"live decodes in {runtime(engine._decoder)} "
           f"(--live {args.live}), "
           f"finals {finals}, {options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
@@ -435,7 +439,7 @@ def main() -> int:
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
         + f", rest {(fast_cpu - sum(stages.values())) / seconds * 1000:.0f}")
-    numpy = "int8 graphs" if other_decoder.int8 else "numpy"
+    numpy = runtime(other_decoder)
     other = (f"CTranslate2 instead of {numpy}" if engine._decoder
              else f"{numpy} instead of CTranslate2")
     which = "live decodes and finals" if engine.own_finals else "live decodes"

@@ -27,9 +27,9 @@ dominate the cost of re-decoding a growing utterance:
   prompt in one batched pass, checks the previous live answer as a draft, and
   runs the network as int8 ONNX Runtime graphs. On an AVX2 CPU a step costs
   about half of CTranslate2's one-row int8 step, and the set's errors were the
-  same on every decision grid (docs/streaming-engine.md). Without ONNX Runtime (the installers'
-  bundles) live decodes run in CTranslate2; ``"numpy"`` is the float32
-  reference, twice CTranslate2's cost.
+  same on every decision grid (docs/streaming-engine.md). Without ONNX Runtime
+  (the installers' bundles) live decodes run in CTranslate2; ``"numpy"`` is the
+  float32 reference, twice CTranslate2's cost.
 - **Finals on the same decoder** (``own_finals``, the default when live
   decodes run on it): its beam search follows CTranslate2's step for step
   (the tests hold the float32 path to it token for token) with every beam in
