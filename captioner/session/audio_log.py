@@ -27,13 +27,22 @@ def to_bytes(at_seconds: float) -> int:
 
 
 class AudioLog:
-    """Audio from absolute byte offset ``base`` to ``end``; older audio is trimmed."""
+    """Audio from absolute byte offset ``base`` to ``end``; older audio is trimmed.
+
+    Each whole 20 ms frame's level is measured once, as it arrives: the session
+    asks for the noise floor of the last 10 s after every 80 ms chunk, and
+    measuring those 500 frames again each time was a quarter of an idle app's
+    main-thread CPU. Frames lie on one grid from the session's start (``base``
+    is trimmed in whole frames), so a question starting on it reads the
+    measured levels; one starting elsewhere measures its own frames.
+    """
 
     def __init__(self, keep_seconds: float) -> None:
         self.keep_bytes = to_bytes(keep_seconds)
         self._slack = min(to_bytes(TRIM_BATCH_SECONDS), max(FRAME_BYTES, self.keep_bytes // 4))
         self._buf = bytearray()
         self.base = 0
+        self._levels = np.zeros(0, dtype=np.float32)  # each whole frame's level, from base
 
     @property
     def end(self) -> int:
@@ -48,12 +57,18 @@ class AudioLog:
         return seconds(self.end)
 
     def append(self, pcm: bytes) -> None:
+        measured = len(self._levels) * FRAME_BYTES
         self._buf += pcm
+        whole = len(self._buf) - len(self._buf) % FRAME_BYTES
+        if whole > measured:
+            self._levels = np.concatenate(
+                [self._levels, _levels(self._buf, measured, whole)])
         excess = len(self._buf) - self.keep_bytes
         if excess > self._slack:
-            excess -= excess % BYTES_PER_SAMPLE
+            excess -= excess % FRAME_BYTES
             del self._buf[:excess]
             self.base += excess
+            self._levels = self._levels[excess // FRAME_BYTES :]
 
     def read(self, start: int, max_bytes: int) -> bytes:
         start = max(start, self.base)
@@ -100,15 +115,31 @@ class AudioLog:
         return start + latest * FRAME_SECONDS
 
     def _frame_levels(self, start: float, end: float) -> np.ndarray:
-        data = self._samples(start, end)
-        per_frame = FRAME_BYTES // BYTES_PER_SAMPLE
-        frames = data.size // per_frame
-        if frames == 0:
-            return np.zeros(0)
-        return np.sqrt((data[: frames * per_frame].reshape(frames, -1) ** 2).mean(axis=1))
+        """Levels of the whole 20 ms frames from ``start`` until ``end``."""
+        lo, hi = self._span(start, end)
+        if lo % FRAME_BYTES == 0:  # on the grid of measured frames
+            return self._levels[lo // FRAME_BYTES : hi // FRAME_BYTES]
+        return _levels(self._buf, lo, hi - (hi - lo) % FRAME_BYTES)
 
     def _samples(self, start: float, end: float) -> np.ndarray:
+        lo, hi = self._span(start, end)
+        return _floats(self._buf, lo, hi)
+
+    def _span(self, start: float, end: float) -> tuple[int, int]:
+        """Buffer offsets of [start, end), inside what is kept."""
         lo = max(to_bytes(start), self.base) - self.base
-        hi = max(lo, min(to_bytes(end), self.end) - self.base)
-        return np.frombuffer(self._buf, "<i2", (hi - lo) // BYTES_PER_SAMPLE, lo
-                             ).astype(np.float32) / 32768.0
+        return lo, max(lo, min(to_bytes(end), self.end) - self.base)
+
+
+def _floats(buf: bytearray, lo: int, hi: int) -> np.ndarray:
+    return np.frombuffer(buf, "<i2", (hi - lo) // BYTES_PER_SAMPLE, lo
+                         ).astype(np.float32) / 32768.0
+
+
+def _levels(buf: bytearray, lo: int, hi: int) -> np.ndarray:
+    """RMS level of each 20 ms frame of ``buf[lo:hi]`` (a whole number of frames)."""
+    frames = (hi - lo) // FRAME_BYTES
+    if frames <= 0:
+        return np.zeros(0, dtype=np.float32)
+    data = _floats(buf, lo, lo + frames * FRAME_BYTES).reshape(frames, -1)
+    return np.sqrt((data**2).mean(axis=1))
