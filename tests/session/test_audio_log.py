@@ -20,7 +20,7 @@ def noisy_log(keep: float, appends: list[int], seed: int = 3) -> AudioLog:
     rng = np.random.default_rng(seed)
     log = AudioLog(keep)
     for size in appends:  # odd sizes too: a frame (or a sample) split between appends
-        log.append((rng.standard_normal(size // 2) * 3000).astype("<i2").tobytes()[:size])
+        log.append((rng.standard_normal(size // 2 + 1) * 3000).astype("<i2").tobytes()[:size])
     return log
 
 
