@@ -119,7 +119,7 @@ class AudioLog:
         lo, hi = self._span(start, end)
         if lo % FRAME_BYTES == 0:  # on the grid of measured frames
             return self._levels[lo // FRAME_BYTES : hi // FRAME_BYTES]
-        return _levels(self._buf, lo, hi - (hi - lo) % FRAME_BYTES)
+        return _levels(self._buf, lo, hi)
 
     def _samples(self, start: float, end: float) -> np.ndarray:
         lo, hi = self._span(start, end)
@@ -137,7 +137,7 @@ def _floats(buf: bytearray, lo: int, hi: int) -> np.ndarray:
 
 
 def _levels(buf: bytearray, lo: int, hi: int) -> np.ndarray:
-    """RMS level of each 20 ms frame of ``buf[lo:hi]`` (a whole number of frames)."""
+    """RMS level of each whole 20 ms frame of ``buf[lo:hi]``."""
     frames = (hi - lo) // FRAME_BYTES
     if frames <= 0:
         return np.zeros(0, dtype=np.float32)
