@@ -75,8 +75,10 @@ class ScriptedDetector:
         self.speaking = speaking
         self.samples = 0
         self.pending = 0
+        self.calls = 0
 
     def probabilities(self, audio: np.ndarray) -> np.ndarray:
+        self.calls += 1
         self.pending += len(audio)
         count = self.pending // self.window
         self.pending -= count * self.window
@@ -290,6 +292,16 @@ def test_audio_is_held_until_a_decision_can_fall_in_it_and_no_decision_moves() -
     assert runs[0] == runs[1]
     assert "".join(delta for _, delta, _ in runs[1][0]) == rendered(truth)
     assert looks[0] == 1.0 and looks[1] < 0.5  # the gate ran at under half the pushes
+
+
+def test_the_gate_scores_each_look_at_the_audio_in_one_call() -> None:
+    # Its fixed cost per call is paid per look, not per grid step; the decisions
+    # still see the windows up to their grid point only (the tests above).
+    truth = words("one long utterance that goes on and on without any pause at all")
+    transcriber, speech = make(truth)
+    feed(transcriber, 3.0, chunk=SAMPLE_RATE * 2)  # three pushes of a second each
+    assert transcriber._detector.calls == 3
+    assert any(not final for *_, final in speech.calls)  # decisions fell inside them
 
 
 def test_a_long_push_decodes_once_near_its_end() -> None:
