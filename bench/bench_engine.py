@@ -25,7 +25,10 @@ Each figure is measured in this process, beside the offline baseline:
   exceed it. And once pushed in 128 ms chunks: the text must not change.
   Offline is one draw too: it runs again on each clip with as much of its start (room
   tone before the first word) left out as each grid's size, and the mean of those
-  draws is the baseline the grid mean is set against.
+  draws is the baseline the grid mean is set against. Fast mode (default grid) runs
+  on the same trimmed audio too: the paired estimate of streaming against offline
+  (a trim also moves the decision grid against the speech). Offline's CPU over all
+  its draws is the steadier baseline; the ratios against it are printed beside.
 - fast mode once more with the decodes in the other runtime (CTranslate2 if the
   engine runs them on its own decoder, int8 graphs by default; that decoder, int8 when
   ONNX Runtime is installed, with ``--live ctranslate2``), and once with only the
@@ -380,6 +383,8 @@ def main() -> int:
     grids = [float(g) for g in args.grids.split(",") if g]
     by_grid: collections.Counter = collections.Counter()
     by_trim: collections.Counter = collections.Counter()  # offline, the clip's start trimmed
+    by_trim_fast: collections.Counter = collections.Counter()  # fast mode, the same audio
+    trim_cpu = [0.0, 0.0]  # offline CPU over all its draws, and their audio seconds
     rechunked = []
     other_live = [0, 0.0]  # errors, CPU: fast mode with decodes in the other runtime
     other_finals = [0, 0.0]  # errors, CPU: fast mode with finals in the other runtime
@@ -415,7 +420,12 @@ def main() -> int:
         for grid in grids:
             with _options(engine, decide_every=grid):
                 by_grid[grid] += word_errors(clip.reference, fast(engine, pcm).text).errors
-            by_trim[grid] += word_errors(clip.reference, offline(engine, clip, grid)[0]).errors
+            text, used = offline(engine, clip, grid)
+            by_trim[grid] += word_errors(clip.reference, text).errors
+            trim_cpu[0] += used
+            trim_cpu[1] += duration - grid
+            trimmed = pcm[round(grid * SAMPLE_RATE) * 2 :]
+            by_trim_fast[grid] += word_errors(clip.reference, fast(engine, trimmed).text).errors
         if not args.no_paced:
             samples = clip.samples()
             run = paced(engine, pcm, engine.timed_words(samples), speech_onset(samples))
@@ -431,6 +441,9 @@ def main() -> int:
             total[0] += errors.errors
             total[1] += errors.words
             total[2] += used
+            if name == "offline":
+                trim_cpu[0] += used
+                trim_cpu[1] += duration
             cells.append(f"{errors.errors:>3}/{errors.words:<3} {used / duration * 1000:5.0f}")
         print(f"{clip.name:<14}{duration:5.1f} | " + " | ".join(f"{c:>14}" for c in cells))
     print("-" * 72)
@@ -485,6 +498,17 @@ def main() -> int:
               + " ms of room tone left out: " + ", ".join(map(str, draws))
               + f" (mean {np.mean(draws):.1f} = {np.mean(draws) / totals['offline'][1]:.1%}; "
               f"streaming's grid mean is {gap:+.1%} against it)")
+        paired = [totals["fast"][0]] + [by_trim_fast[g] for g in grids]
+        gap = (np.mean(paired) - np.mean(draws)) / totals["fast"][1]
+        print("fast mode (default grid) on the same trimmed clips: " + ", ".join(map(str, paired))
+              + f" (mean {np.mean(paired):.1f} = {np.mean(paired) / totals['fast'][1]:.1%}; "
+              f"{gap:+.1%} against offline on the same audio)")
+        mean_cpu = trim_cpu[0] / trim_cpu[1]
+        print(f"offline CPU over all {len(draws)} draws: {mean_cpu * 1000:.0f} ms per audio s; "
+              "against it fast "
+              f"{totals['fast'][2] / seconds / mean_cpu:.2f}×"
+              + (f", paced {totals['paced'][2] / seconds / mean_cpu:.2f}×"
+                 if totals["paced"][1] else ""))
     if args.memory_hours:
         memory(engine, args.memory_hours)
     return 0
