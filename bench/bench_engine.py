@@ -424,7 +424,7 @@ def main() -> int:
             by_trim[grid] += word_errors(clip.reference, text).errors
             trim_cpu[0] += used
             trim_cpu[1] += duration - grid
-            trimmed = pcm[round(grid * SAMPLE_RATE) * 2 :]
+            trimmed = pcm[round(grid * SAMPLE_RATE) * 2 :]  # what offline() left out
             by_trim_fast[grid] += word_errors(clip.reference, fast(engine, trimmed).text).errors
         if not args.no_paced:
             samples = clip.samples()
@@ -499,10 +499,10 @@ def main() -> int:
               + f" (mean {np.mean(draws):.1f} = {np.mean(draws) / totals['offline'][1]:.1%}; "
               f"streaming's grid mean is {gap:+.1%} against it)")
         paired = [totals["fast"][0]] + [by_trim_fast[g] for g in grids]
-        gap = (np.mean(paired) - np.mean(draws)) / totals["fast"][1]
+        paired_gap = (np.mean(paired) - np.mean(draws)) / totals["fast"][1]
         print("fast mode (default grid) on the same trimmed clips: " + ", ".join(map(str, paired))
               + f" (mean {np.mean(paired):.1f} = {np.mean(paired) / totals['fast'][1]:.1%}; "
-              f"{gap:+.1%} against offline on the same audio)")
+              f"{paired_gap:+.1%} against offline on the same audio)")
         mean_cpu = trim_cpu[0] / trim_cpu[1]
         print(f"offline CPU over all {len(draws)} draws: {mean_cpu * 1000:.0f} ms per audio s; "
               "against it fast "
