@@ -87,10 +87,15 @@ class Run:
     first_words: float | None = None
 
 
+def trimmed(trim: float) -> int:
+    """Samples of a clip's start (room tone) that a ``trim`` of seconds leaves out."""
+    return round(trim * SAMPLE_RATE)
+
+
 def offline(engine: WhisperEngine, clip: SpeechClip, trim: float = 0.0) -> tuple[str, float]:
-    """The whole clip at once; ``trim`` seconds of its start (room tone) left out."""
+    """The whole clip at once; ``trim`` seconds of its start left out."""
     start = time.process_time()
-    text = engine.transcribe(clip.samples()[round(trim * SAMPLE_RATE) :], beam_size=1)
+    text = engine.transcribe(clip.samples()[trimmed(trim) :], beam_size=1)
     return text, time.process_time() - start
 
 
@@ -424,8 +429,8 @@ def main() -> int:
             by_trim[grid] += word_errors(clip.reference, text).errors
             trim_cpu[0] += used
             trim_cpu[1] += duration - grid
-            trimmed = pcm[round(grid * SAMPLE_RATE) * 2 :]  # what offline() left out
-            by_trim_fast[grid] += word_errors(clip.reference, fast(engine, trimmed).text).errors
+            same = pcm[trimmed(grid) * 2 :]  # PCM16: the audio offline() heard
+            by_trim_fast[grid] += word_errors(clip.reference, fast(engine, same).text).errors
         if not args.no_paced:
             samples = clip.samples()
             run = paced(engine, pcm, engine.timed_words(samples), speech_onset(samples))
