@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -53,27 +54,35 @@ def test_listen_speakers_labels_both_sides_in_spoken_order(pulse, microphone, tm
 
 ECHO_DELAY_SECONDS = 0.08  # speakers to microphone, as in a small room
 ECHO_GAIN = 0.4  # the echo is quieter than the voice at the microphone
+LAST_PHRASE_SECONDS = 7.6  # Kennedy from here: "… ask what you can do for your country."
+
+
+def sox(*args: str | Path) -> None:
+    subprocess.run(["sox", *map(str, args)], check=True)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cancel", [True, False], ids=["cancelled", "off"])
 def test_the_others_echo_in_the_microphone_is_not_captioned_as_you(pulse, microphone,
                                                                      tmp_path, cancel):
-    """No headphones: the microphone hears a delayed, quieter copy of the others (Kennedy)
-    while you read. Only your words may come out as "You" — and with echo suppression
-    turned off, the echo does (the scene is a real test of it)."""
-    others = clip("jfk").path
+    """No headphones: the microphone hears a delayed, quieter copy of the others (Kennedy),
+    first while you read, then alone while you listen to them say more. Only your words
+    may come out as "You" — and with echo suppression turned off, the echo does (the scene
+    is a real test of it: his voice alone on the mic, not only under yours, where the
+    recogniser may hear just the louder voice)."""
+    kennedy, more = clip("jfk").path, tmp_path / "more.wav"  # all three clips: 16 kHz mono
+    sox(kennedy, more, "trim", str(LAST_PHRASE_SECONDS))
+    said = tmp_path / "said.wav"  # Kennedy, then his last phrase once more
+    sox(kennedy, more, said)
     reading = tmp_path / "reading.wav"
-    subprocess.run(["sox", str(clip("sonnet").path), "-r", "16000", str(reading), "trim",
-                    "0", str(READING_SECONDS)], check=True)
+    sox(clip("sonnet").path, reading, "trim", "0", str(READING_SECONDS))
     echo = tmp_path / "echo.wav"
-    subprocess.run(["sox", str(others), "-r", "16000", str(echo), "vol", str(ECHO_GAIN),
-                    "pad", str(ECHO_DELAY_SECONDS)], check=True)
-    mic = tmp_path / "mic.wav"
-    subprocess.run(["sox", "-m", str(echo), str(reading), str(mic)], check=True)
+    sox(said, echo, "vol", str(ECHO_GAIN), "pad", str(ECHO_DELAY_SECONDS))
+    mic = tmp_path / "mic.wav"  # one room: his echo throughout, your voice over its start
+    sox("-m", echo, reading, mic)
     settings = {"audio": {"echo_cancel": cancel}}
     lines = run_listen(pulse, microphone, tmp_path, [
-        [lambda: pulse.play(others), lambda: pulse.play(mic, MIC_SINK)],  # at once
+        [lambda: pulse.play(said), lambda: pulse.play(mic, MIC_SINK)],  # at once
         lambda: pulse.play(quiet(tmp_path), MIC_SINK)], settings)
     you = words(" ".join(line for line in lines if line.startswith("You:")))
     them = words(" ".join(line for line in lines if line.startswith("Others:")))
