@@ -377,9 +377,11 @@ class StreamingTranscriber:
         nearly the same speech (at most ``_SAME_AUDIO`` less, nothing more) is
         a decoder that stopped early, not a better reading: the live text is
         kept then, so words already shown are not lost (unless the live text
-        says something twice in a row, or starts by saying again the agreed
-        words just before it — the signs of a loop the final avoided: "One." came
-        out "1 1" when the live " 1" repeating the agreed " 1" was kept).
+        says something twice in a row, starts by saying again the agreed
+        words just before it, or goes on past the final only to start the
+        utterance over — the signs of a loop the final avoided: "One." came
+        out "1 1" when the live " 1" repeating the agreed " 1" was kept, and
+        "… for your country. Ask" when the live text looped back to its start).
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
@@ -398,7 +400,8 @@ class StreamingTranscriber:
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
             if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
-                    and not _echoes(self._carried, self._tentative)):
+                    and not _echoes(self._carried, self._tentative)
+                    and not _starts_over(live, words)):
                 log.debug("= final %r shorter than live %r: kept the live text",
                           "".join(words), "".join(live))
                 words = live
@@ -526,6 +529,15 @@ def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
     head = _keys(after)
     tail = _keys(before[-len(head):]) if head else []
     return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
+
+
+def _starts_over(live: Sequence[str], final: Sequence[str]) -> bool:
+    """Whether the live words past the end of ``final`` say ``live``'s first words again."""
+    ops = _opcodes(live, final)
+    if not ops or ops[-1][0] not in ("delete", "replace"):
+        return False
+    extra = _keys(live[ops[-1][1]:])
+    return 0 < len(extra) < len(live) and extra == _keys(live[: len(extra)])
 
 
 class _Samples:

@@ -386,3 +386,21 @@ def test_a_final_that_resumes_the_prompt_is_heard_again_without_it() -> None:
     # The first utterance has no prompt; the second resumes it and is heard again.
     assert text == "ask what you can do for your country. ask what you can do for your country."
     assert context_calls[-1] == "" and context_calls[-2].endswith("your country.")
+
+
+def test_live_text_that_loops_back_to_the_utterance_start_is_not_kept() -> None:
+    """Kennedy's "Ask what you can do for your country." with little silence heard after
+    it: a live decode looped back to its first word ("… your country. Ask"). The final,
+    hearing the whole utterance, ends at "country." — shorter than that live text, but
+    the live words it leaves out only start the utterance over: the final stands."""
+    said = [" Ask", " what", " you", " can", " do", " for", " your", " country."]
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        heard = said[: max(1, round(len(audio) / SAMPLE_RATE / 2.0 * len(said)))]
+        answer = heard if final or len(heard) < len(said) else [*said, " Ask"]
+        return answer[len(prefix.split()):]
+
+    speaking = lambda t: 0.2 <= t <= 2.2  # noqa: E731 - one utterance, then silence
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
+    assert text == "".join(said).strip()
