@@ -377,11 +377,11 @@ class StreamingTranscriber:
         nearly the same speech (at most ``_SAME_AUDIO`` less, nothing more) is
         a decoder that stopped early, not a better reading: the live text is
         kept then, so words already shown are not lost (unless the live text
-        says something twice in a row, starts by saying again the agreed
-        words just before it, or goes on past the final only to start the
-        utterance over — the signs of a loop the final avoided: "One." came
-        out "1 1" when the live " 1" repeating the agreed " 1" was kept, and
-        "… for your country. Ask" when the live text looped back to its start).
+        says something twice in a row, or starts by saying again the agreed
+        words just before it — the signs of a loop the final avoided: "One." came
+        out "1 1" when the live " 1" repeating the agreed " 1" was kept). Live
+        words past the final's end that only start the utterance over ("… for
+        your country. Ask") are a loop too, not words the final stopped short of.
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
@@ -400,8 +400,7 @@ class StreamingTranscriber:
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
             if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
-                    and not _echoes(self._carried, self._tentative)
-                    and not _starts_over(live, words)):
+                    and not _echoes(self._carried, self._tentative)):
                 log.debug("= final %r shorter than live %r: kept the live text",
                           "".join(words), "".join(live))
                 words = live
@@ -418,7 +417,8 @@ class StreamingTranscriber:
             return False
         ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
-        return op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
+        shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
+        return shorter and not _starts_over(live[a1:], live, final)
 
     def _cut(self) -> list[str]:
         """A window outgrew ``max_window`` without a pause: finalize its first part.
@@ -531,13 +531,12 @@ def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
     return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
 
 
-def _starts_over(live: Sequence[str], final: Sequence[str]) -> bool:
-    """Whether the live words past the end of ``final`` say ``live``'s first words again."""
-    ops = _opcodes(live, final)
-    if not ops or ops[-1][0] not in ("delete", "replace"):
-        return False
-    extra = _keys(live[ops[-1][1]:])
-    return 0 < len(extra) < len(live) and extra == _keys(live[: len(extra)])
+def _starts_over(extra: Sequence[str], live: Sequence[str], final: Sequence[str]) -> bool:
+    """Whether ``extra``, the live words past the final's end, say the utterance's first
+    words again, as either reading has them (live "As what … country. Ask", final
+    "Ask what …")."""
+    n = len(extra)
+    return 0 < n < len(live) and _keys(extra) in (_keys(live[:n]), _keys(final[:n]))
 
 
 class _Samples:

@@ -396,11 +396,14 @@ def test_live_text_that_loops_back_to_the_utterance_start_is_not_kept() -> None:
     said = [" Ask", " what", " you", " can", " do", " for", " your", " country."]
 
     def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
-        heard = said[: max(1, round(len(audio) / SAMPLE_RATE / 2.0 * len(said)))]
-        answer = heard if final or len(heard) < len(said) else [*said, " Ask"]
-        return answer[len(prefix.split()):]
+        heard = round(len(audio) / SAMPLE_RATE / 2.0 * len(said))
+        live = [*first_words, *said[1:]]
+        looped = [*live, " Ask"] if heard >= len(said) else live[:max(1, heard)]
+        return (said if final else looped)[len(prefix.split()):]
 
     speaking = lambda t: 0.2 <= t <= 2.2  # noqa: E731 - one utterance, then silence
-    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
-    text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
-    assert text == "".join(said).strip()
+    for first_words in ([" Ask"], [" As"]):
+        transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking),
+                                           StreamingOptions())
+        text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
+        assert text == "".join(said).strip(), first_words
