@@ -418,7 +418,7 @@ class StreamingTranscriber:
         ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
         shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
-        return shorter and not _starts_over(live[a1:], live, final)
+        return shorter and not _starts_over(live, final, a1)
 
     def _cut(self) -> list[str]:
         """A window outgrew ``max_window`` without a pause: finalize its first part.
@@ -531,12 +531,12 @@ def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
     return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
 
 
-def _starts_over(extra: Sequence[str], live: Sequence[str], final: Sequence[str]) -> bool:
-    """Whether ``extra``, the live words past the final's end, say the utterance's first
-    words again, as either reading has them (live "As what … country. Ask", final
-    "Ask what …")."""
-    n = len(extra)
-    return 0 < n < len(live) and _keys(extra) in (_keys(live[:n]), _keys(final[:n]))
+def _starts_over(live: Sequence[str], final: Sequence[str], past: int) -> bool:
+    """Whether the live words from ``past`` on (those past the final's end) say the
+    utterance's first words again, as either reading has them (live "As what … country.
+    Ask", final "Ask what …")."""
+    n = len(live) - past
+    return 0 < n < len(live) and _keys(live[past:]) in (_keys(live[:n]), _keys(final[:n]))
 
 
 class _Samples:

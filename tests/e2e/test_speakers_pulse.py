@@ -11,12 +11,11 @@ hold only its own speaker's words, and come out in the order they were spoken.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.support.listen_run import quiet, run_listen
+from tests.support.listen_run import quiet, run_listen, sox
 from tests.support.speech_set import clip
 
 MIC_SINK = "captioner_voice"
@@ -34,11 +33,16 @@ def words(text: str) -> set[str]:
     return {word.removesuffix("'s") for word in re.sub(r"[^a-z' ]", " ", text.lower()).split()}
 
 
+def your_reading(folder: Path) -> Path:
+    """What "you" say: the first seconds of the sonnet reading (16 kHz mono, as every clip)."""
+    path = folder / "reading.wav"
+    sox(clip("sonnet").path, path, "trim", "0", str(READING_SECONDS))
+    return path
+
+
 @pytest.mark.slow
 def test_listen_speakers_labels_both_sides_in_spoken_order(pulse, microphone, tmp_path):
-    reading = tmp_path / "reading.wav"
-    subprocess.run(["sox", str(clip("sonnet").path), str(reading), "trim", "0",
-                    str(READING_SECONDS)], check=True)
+    reading = your_reading(tmp_path)
     lines = run_listen(pulse, microphone, tmp_path, [
         lambda: pulse.play(clip("jfk").path),  # the others, through the speakers
         lambda: pulse.play(reading, MIC_SINK),  # then you, into the microphone
@@ -56,11 +60,6 @@ ECHO_DELAY_SECONDS = 0.08  # speakers to microphone, as in a small room
 ECHO_GAIN = 0.4  # the echo is quieter than the voice at the microphone
 LAST_PHRASE_SECONDS = 7.6  # Kennedy from here: "… ask what you can do for your country."
 
-
-def sox(*args: str | Path) -> None:
-    subprocess.run(["sox", *map(str, args)], check=True)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("cancel", [True, False], ids=["cancelled", "off"])
 def test_the_others_echo_in_the_microphone_is_not_captioned_as_you(pulse, microphone,
@@ -70,12 +69,11 @@ def test_the_others_echo_in_the_microphone_is_not_captioned_as_you(pulse, microp
     may come out as "You" — and with echo suppression turned off, the echo does (the scene
     is a real test of it: his voice alone on the mic, not only under yours, where the
     recogniser may hear just the louder voice)."""
-    kennedy, more = clip("jfk").path, tmp_path / "more.wav"  # all three clips: 16 kHz mono
+    kennedy, more = clip("jfk").path, tmp_path / "more.wav"
     sox(kennedy, more, "trim", str(LAST_PHRASE_SECONDS))
     said = tmp_path / "said.wav"  # Kennedy, then his last phrase once more
     sox(kennedy, more, said)
-    reading = tmp_path / "reading.wav"
-    sox(clip("sonnet").path, reading, "trim", "0", str(READING_SECONDS))
+    reading = your_reading(tmp_path)
     echo = tmp_path / "echo.wav"
     sox(said, echo, "vol", str(ECHO_GAIN), "pad", str(ECHO_DELAY_SECONDS))
     mic = tmp_path / "mic.wav"  # one room: his echo throughout, your voice over its start

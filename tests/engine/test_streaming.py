@@ -388,22 +388,22 @@ def test_a_final_that_resumes_the_prompt_is_heard_again_without_it() -> None:
     assert context_calls[-1] == "" and context_calls[-2].endswith("your country.")
 
 
-def test_live_text_that_loops_back_to_the_utterance_start_is_not_kept() -> None:
+@pytest.mark.parametrize("first_word", [" Ask", " As"], ids=["heard", "misheard"])
+def test_live_text_that_loops_back_to_the_utterance_start_is_not_kept(first_word: str) -> None:
     """Kennedy's "Ask what you can do for your country." with little silence heard after
-    it: a live decode looped back to its first word ("… your country. Ask"). The final,
-    hearing the whole utterance, ends at "country." — shorter than that live text, but
-    the live words it leaves out only start the utterance over: the final stands."""
+    it: a live decode looped back to its first word ("… your country. Ask"), whether or
+    not the live decodes heard that word right. The final, hearing the whole utterance,
+    ends at "country." — shorter than that live text, but the live words it leaves out
+    only start the utterance over: the final stands."""
     said = [" Ask", " what", " you", " can", " do", " for", " your", " country."]
+    live = [first_word, *said[1:]]
 
     def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
         heard = round(len(audio) / SAMPLE_RATE / 2.0 * len(said))
-        live = [*first_words, *said[1:]]
         looped = [*live, " Ask"] if heard >= len(said) else live[:max(1, heard)]
         return (said if final else looped)[len(prefix.split()):]
 
     speaking = lambda t: 0.2 <= t <= 2.2  # noqa: E731 - one utterance, then silence
-    for first_words in ([" Ask"], [" As"]):
-        transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking),
-                                           StreamingOptions())
-        text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
-        assert text == "".join(said).strip(), first_words
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
+    assert text == "".join(said).strip()

@@ -69,9 +69,13 @@ def run_listen(pulse: PulseSetup, microphone: str, tmp_path: Path,
     return lines
 
 
+def sox(*args: str | Path) -> None:
+    """Run sox with ``args`` (paths as they are); fails the test when it fails."""
+    subprocess.run(["sox", *map(str, args)], check=True)
+
+
 def quiet(folder: Path) -> Path:
     """Two seconds of silence: a pause after speech, so its last words settle."""
     path = folder / "quiet.wav"
-    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", str(path), "trim", "0", "2"],
-                   check=True)
+    sox("-n", "-r", "16000", "-c", "1", path, "trim", "0", "2")
     return path
