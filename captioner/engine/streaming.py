@@ -75,6 +75,7 @@ SAMPLE_RATE = 16_000
 _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
 _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
+_COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
@@ -381,7 +382,10 @@ class StreamingTranscriber:
         words just before it — the signs of a loop the final avoided: "One." came
         out "1 1" when the live " 1" repeating the agreed " 1" was kept). Live
         words past the final's end that only start the utterance over ("… for
-        your country. Ask") are a loop too, not words the final stopped short of.
+        your country. Ask") are a loop too, not words the final stopped short of,
+        and so are live words past its end that only copy a phrase of the committed
+        text before ("And so am I." for "ask not", right after "And so am I fellow
+        America.").
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
@@ -418,7 +422,8 @@ class StreamingTranscriber:
         ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
         shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
-        return shorter and not _starts_over(live, final, a1)
+        return (shorter and not _starts_over(live, final, a1)
+                and not _copies(live[a1:], self._context))
 
     def _cut(self) -> list[str]:
         """A window outgrew ``max_window`` without a pause: finalize its first part.
@@ -537,6 +542,13 @@ def _starts_over(live: Sequence[str], final: Sequence[str], past: int) -> bool:
     Ask", final "Ask what …")."""
     n = len(live) - past
     return 0 < n < len(live) and _keys(live[past:]) in (_keys(live[:n]), _keys(final[:n]))
+
+
+def _copies(words: Sequence[str], context: str) -> bool:
+    """Whether ``words`` (``_COPIED_WORDS`` or more) only say again a phrase of ``context``."""
+    said, again = _keys(context.split()), _keys(words)
+    n = len(again)
+    return n >= _COPIED_WORDS and any(said[i : i + n] == again for i in range(len(said) - n + 1))
 
 
 class _Samples:

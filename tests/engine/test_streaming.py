@@ -407,3 +407,26 @@ def test_live_text_that_loops_back_to_the_utterance_start_is_not_kept(first_word
     transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
     text = "".join(feed(transcriber, 4.0)) + transcriber.finish()
     assert text == "".join(said).strip()
+
+
+def test_live_text_that_copies_the_text_before_is_not_kept() -> None:
+    """Kennedy's "ask not" on the telephone, after "And so am I fellow America." was
+    committed: a live decode read the short utterance as the previous one's start again
+    ("And so am I."), the final as "And stop.". The final is shorter, but the live words
+    it leaves out only copy a phrase already said: a loop into the prompt, not words the
+    final stopped short of. The final stands."""
+    before = [" And", " so", " am", " I", " fellow", " America."]
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if not context:
+            answer = before
+        elif final:
+            answer = [" And", " stop."]
+        else:
+            answer = [" And", " so", " am", " I."] if len(audio) >= SAMPLE_RATE else [" And"]
+        return answer[len(prefix.split()):]
+
+    speaking = lambda t: 0.2 <= t <= 1.8 or 3.0 <= t <= 4.6  # noqa: E731 - two utterances
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    text = "".join(feed(transcriber, 7.0)) + transcriber.finish()
+    assert text == "And so am I fellow America. And stop."
