@@ -11,9 +11,9 @@ dominate the cost of re-decoding a growing utterance:
 
 - **A short encoder window.** ``transcribe`` always pads to a 30 s (3,000-frame)
   mel window; CTranslate2's encoder accepts fewer frames, so a decode encodes
-  only its audio plus ``_PAD_SECONDS`` of silence (whisper.cpp calls this
-  ``audio_ctx``). Measured on tiny.en: 3,000 frames 553 ms, 800 frames 80 ms,
-  with the same text.
+  only its audio plus a little silence (``_pad_seconds``; whisper.cpp calls
+  this ``audio_ctx``). Measured on tiny.en: 3,000 frames 553 ms, 800 frames
+  80 ms, with the same text.
 - **A forced prefix.** Words the streaming policy already agreed on are given
   to the decoder as the start of its answer. Text before the utterance is the
   usual Whisper "previous text" prompt.
@@ -85,7 +85,9 @@ log = logging.getLogger(__name__)
 
 _SAMPLES_PER_FRAME = 160  # Whisper mel hop: 10 ms
 _MAX_FRAMES = 3000  # the model's 30 s window
-_PAD_SECONDS = 2.0  # silence the encoder sees after a decode's audio (1 s: loops)
+_PAD_SECONDS = 2.0  # silence the encoder sees after a final's audio (1 s: loops)
+_LIVE_PAD = (1.0, 2.0)  # s: the least and the most silence after a live decode's audio
+_LIVE_HEARD = 4.0  # s: the least a live decode's encoder hears, audio and silence
 _TIMESTAMP_SECONDS = 0.02
 _MAX_INITIAL_TIMESTAMP = 50  # the first segment starts within 1 s (Whisper's default)
 _LATE_START = 0.1  # a segment starting this close to the audio's end is a guess
@@ -436,7 +438,8 @@ class WhisperEngine:
     def _encode(self, audio: np.ndarray, live: bool = False) -> ctranslate2.StorageView:
         """Log-mel features of the clip plus a little silence, through the encoder."""
         frames = len(audio) // _SAMPLES_PER_FRAME
-        window = min(_MAX_FRAMES, frames + int(_PAD_SECONDS * SAMPLE_RATE) // _SAMPLES_PER_FRAME)
+        pad = _pad_seconds(len(audio) / SAMPLE_RATE, live)
+        window = min(_MAX_FRAMES, frames + int(pad * SAMPLE_RATE) // _SAMPLES_PER_FRAME)
         padded = np.zeros(window * _SAMPLES_PER_FRAME, dtype=np.float32)
         clip = np.asarray(audio[: window * _SAMPLES_PER_FRAME], dtype=np.float32)
         padded[: len(clip)] = clip
@@ -457,6 +460,23 @@ class WhisperEngine:
                                   task="transcribe", language=language)
             self._tokenizers[language] = tokenizer
         return tokenizer
+
+
+def _pad_seconds(seconds: float, live: bool) -> float:
+    """Silence the encoder hears after ``seconds`` of audio.
+
+    Finals, which are committed, hear 2 s: with 1 s tiny.en loops into the
+    silence more often. A live decode is only shown, and a long one hears 1 s
+    (the encoder's cost is its length: 2–3 % less CPU on the real-speech set);
+    a short one hears up to 2 s, so that audio and silence make at least 4 s:
+    with less, its answer guesses more ("and some answer" for "and so" at
+    0.7 s). Committed text stayed the same, and fewer live words were taken
+    back (docs/streaming-engine.md).
+    """
+    if not live:
+        return _PAD_SECONDS
+    least, most = _LIVE_PAD
+    return min(most, max(least, _LIVE_HEARD - seconds))
 
 
 @functools.cache  # process-wide: once is enough, however many engines load

@@ -386,3 +386,27 @@ def test_decoder_calls_and_live_encodes_run_on_a_one_thread_copy() -> None:
     assert encoding.count("encode") == 2 and "generate" not in encoding  # final, offline
     assert decoding.count("generate") >= 3 and decoding.count("encode") == 1  # live
     assert not isinstance(WhisperEngine(threads=1)._model.model, _DecodingOnOneThread)
+
+
+def test_a_live_decode_of_long_audio_hears_less_silence_than_a_final() -> None:
+    """The encoder's cost is its length. A live decode, only ever shown, hears 1 s of
+    silence after long audio and at least 4 s in all; a final, committed, hears 2 s."""
+    engine = WhisperEngine(threads=2)
+    split = engine._model.model
+    heard: list[tuple[str, int]] = []
+
+    def noting(name: str, encode):
+        def run(features, *args, **kwargs):
+            heard.append((name, features.shape[2]))
+            return encode(features, *args, **kwargs)
+        return run
+
+    split.encode_live = noting("live", split.encode_live)
+    split.encode = noting("final", split.encode)
+    speech = clip("jfk").samples()
+    for seconds in (1.0, 3.5, 6.0):
+        audio = speech[: int(16000 * seconds)]
+        engine.decode(audio)
+        engine.decode(audio, final=True)
+    assert heard == [("live", 300), ("final", 300), ("live", 450), ("final", 550),
+                     ("live", 700), ("final", 800)]
