@@ -487,7 +487,7 @@ def _resumes(context: str, words: Sequence[str]) -> bool:
     """
     head = _keys(words[:2])
     said = _keys(context.split()[-_RESUME_WORDS:])
-    return len(head) == 2 and any(said[i : i + 2] == head for i in range(len(said) - 1))
+    return len(head) == 2 and _has_run(said, head)
 
 
 def _agreed(old: Sequence[str], new: Sequence[str]) -> int:
@@ -517,7 +517,7 @@ def _keeps(agreed: Sequence[str], final: Sequence[str]) -> bool:
         added = b[b1:b2]
         if op != "delete" and len(added) - (a2 - a1) >= 3 and a1 < len(agreed):
             rest = [*b[:b1], "|", *b[b2:]]
-            if any(rest[i : i + 2] == added[:2] for i in range(len(rest) - 1)):
+            if _has_run(rest, added[:2]):
                 return False
     return True
 
@@ -546,9 +546,14 @@ def _starts_over(live: Sequence[str], final: Sequence[str], past: int) -> bool:
 
 def _copies(words: Sequence[str], context: str) -> bool:
     """Whether ``words`` (``_COPIED_WORDS`` or more) only say again a phrase of ``context``."""
-    said, again = _keys(context.split()), _keys(words)
-    n = len(again)
-    return n >= _COPIED_WORDS and any(said[i : i + n] == again for i in range(len(said) - n + 1))
+    again = _keys(words)
+    return len(again) >= _COPIED_WORDS and _has_run(_keys(context.split()), again)
+
+
+def _has_run(keys: Sequence[str], run: Sequence[str]) -> bool:
+    """Whether ``run`` occurs in ``keys`` as consecutive items."""
+    n = len(run)
+    return any(keys[i : i + n] == run for i in range(len(keys) - n + 1))
 
 
 class _Samples:
