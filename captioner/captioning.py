@@ -7,6 +7,7 @@ endpoint choice, the embedded engine and the audio source are wired in one place
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -53,31 +54,38 @@ def load_whisper(recognition: RecognitionSettings) -> TranscriberFactory:
 class EmbeddedEngine:
     """The on-device engine behind a loopback Realtime server, in this process.
 
-    The model loads once, in a worker thread, on first use; the same session
-    code then talks to it over a real WebSocket like to any other endpoint.
-    ``load`` (blocking, run in a thread) returns the transcriber factory. Its
-    URL carries a fresh random token (kept out of the logs), so neither a web page
-    nor another program scanning local ports can use it.
+    The model loads in a worker thread on first use, and again when Settings →
+    Recognition names another model or language (the settings object is updated in
+    place, so the next ``url()`` sees the choice); the same session code then talks
+    to it over a real WebSocket like to any other endpoint. ``load`` (blocking, run
+    in a thread) returns the transcriber factory. Its URL carries a fresh random
+    token (kept out of the logs), so neither a web page nor another program scanning
+    local ports can use it.
     """
 
     def __init__(self, settings: Settings, load: EngineLoader = load_whisper) -> None:
         self._recognition = settings.recognition
         self._load = load
         self._server: RealtimeServer | None = None
+        self._loaded: tuple[object, ...] | None = None  # the choice the server runs
         self._lock = asyncio.Lock()
 
     @property
     def ready(self) -> bool:
-        """The model is loaded and its server listens (``url()`` returns at once)."""
-        return self._server is not None
+        """The chosen model is loaded and its server listens (``url()`` returns at once)."""
+        return self._server is not None and self._loaded == _model_choice(self._recognition)
 
     async def url(self) -> str:
-        """Load the model on first use. Raises :class:`EngineUnavailable`."""
+        """Load the chosen model if it is not the one running. Raises :class:`EngineUnavailable`."""
         async with self._lock:
+            if self._server is not None and not self.ready:
+                log.info("= the speech model setting changed: loading it")
+                await self.close()
             if self._server is None:
                 loop = asyncio.get_running_loop()
+                recognition = dataclasses.replace(self._recognition)  # as it is now
                 try:
-                    factory = await loop.run_in_executor(None, self._load, self._recognition)
+                    factory = await loop.run_in_executor(None, self._load, recognition)
                 except EngineError as exc:  # missing, incomplete or altered model: a sentence
                     log.error("! embedded engine: %s", exc)
                     raise EngineUnavailable(str(exc)) from exc
@@ -90,12 +98,20 @@ class EmbeddedEngine:
                 self._server = await RealtimeServer(
                     factory, models={EMBEDDED_MODEL}, workers=1, token=token
                 ).start()
+                self._loaded = _model_choice(recognition)
             return self._server.url
 
     async def close(self) -> None:
         if self._server is not None:
             await self._server.stop()
             self._server = None
+            self._loaded = None
+
+
+def _model_choice(rec: RecognitionSettings) -> tuple[object, ...]:
+    """What the loaded engine depends on: a change to any of these needs a new load."""
+    return (rec.whisper_model_dir, rec.whisper_model, rec.whisper_language,
+            rec.whisper_threads)
 
 
 # The on-device engine has no server-side stall (the watchdog's reason to exist): when it

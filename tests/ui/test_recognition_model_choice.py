@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import soundfile
+
 from captioner import settings as settings_io
+from captioner.audio.files import FileSource
+from captioner.captioning import EmbeddedEngine
 from captioner.settings import Settings
+from captioner.ui.app import CaptionerApp
 from captioner.ui.settings.recognition_page import RecognitionPage
 from captioner.ui.settings_store import SettingsStore
+from tests.support.speech import write_wav
+from tests.support.transcribers import RecordingFactory
+from tests.ui.conftest import run_async, wait_until
 from tests.ui.test_settings_dialog import MemoryKeys, make
 
 
@@ -80,3 +89,45 @@ def test_model_controls_only_apply_to_the_on_device_engine(qtbot, store):
     assert page.local_box.isEnabled()
     page.websocket.setChecked(True)
     assert not page.local_box.isEnabled()
+
+
+def test_choosing_another_model_while_captioning_loads_it(qapp, store, tone_wav, tmp_path):
+    """The engine runs what Settings → Recognition says now, not what it first loaded."""
+    pcm, rate = soundfile.read(tone_wav, dtype="float32")
+    wav = write_wav(tmp_path / "long.wav", np.concatenate([pcm, np.zeros(30 * rate, "f4")]),
+                    rate)
+    loads: list[tuple[str, str | None]] = []
+    factories: list[RecordingFactory] = []
+
+    def load(recognition):
+        loads.append((recognition.whisper_model, recognition.whisper_language))
+        factories.append(RecordingFactory())
+        return factories[-1]
+
+    async def scenario():
+        app = CaptionerApp(store, embedded=EmbeddedEngine(store.settings, load),
+                           source_factory=lambda _audio: FileSource(
+                               wav, chunk_bytes=2048, realtime=True),
+                           tray_available=False)
+        statuses: list[str] = []
+        app.controller.status.connect(lambda s: statuses.append(s.state))
+        app.start()
+        try:
+            await wait_until(lambda: app.controller.current.state == "listening", 20, "listening")
+            new = store.copy()
+            new.recognition.whisper_model, new.recognition.whisper_language = "base", "de"
+            store.replace(new)
+            await wait_until(lambda: len(loads) == 2, 20, "the chosen model to load")
+            await wait_until(lambda: app.controller.current.state == "listening" and bool(
+                factories[1].made) and len(factories[1].received) > 0, 20, "audio for it")
+            assert "loading" in statuses[statuses.index("listening"):]  # said so
+            new = store.copy()
+            new.audio.system_gain = 2.0  # a restart for another reason: no second load
+            store.replace(new)
+            await wait_until(lambda: app.controller.current.state == "listening"
+                             and len(factories[1].made) == 2, 20, "the restart")
+        finally:
+            await app.shutdown()
+        assert loads == [("tiny.en", None), ("base", "de")]
+
+    run_async(qapp, scenario, timeout=90)
