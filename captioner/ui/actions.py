@@ -13,7 +13,10 @@ from captioner.settings import ShortcutSettings
 class AppActions(QObject):
     def __init__(self, shortcuts: ShortcutSettings, parent: QObject | None = None) -> None:
         super().__init__(parent)
-        self.start_stop = self._action("&Start captions", checkable=True)
+        # A toggle named for what its check mark means (checked = captioning), as the OS
+        # live-caption switches are; a label that flips to "Stop" beside a ticked box
+        # reads, and is announced, as "captions stopped".
+        self.start_stop = self._action("&Live captions", checkable=True)
         self.show_overlay = self._action("Show &overlay", checkable=True)
         self.show_overlay.setChecked(True)
         self.click_through = self._action("&Click-through", checkable=True)
@@ -26,7 +29,6 @@ class AppActions(QObject):
         self.reply = self._action("Type a &reply to speak…")
         self.quit = self._action("&Quit Captioner")
         self.menus: list[QMenu] = []  # every menu built, so later items reach them all
-        self.start_stop.toggled.connect(self._label_start_stop)
         self.apply_shortcuts(shortcuts)
 
     def _action(self, text: str, *, checkable: bool = False) -> QAction:
@@ -34,9 +36,6 @@ class AppActions(QObject):
         action.setCheckable(checkable)
         action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
         return action
-
-    def _label_start_stop(self, running: bool) -> None:
-        self.start_stop.setText("&Stop captions" if running else "&Start captions")
 
     def apply_shortcuts(self, shortcuts: ShortcutSettings) -> None:
         for action, seq in ((self.start_stop, shortcuts.start_stop),

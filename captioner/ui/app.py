@@ -267,7 +267,6 @@ class CaptionerApp(QObject):
             self.actions.start_stop.blockSignals(True)
             self.actions.start_stop.setChecked(running)
             self.actions.start_stop.blockSignals(False)
-            self.actions._label_start_stop(running)
 
     def _on_click_through(self, on: bool) -> None:
         self.overlay.set_click_through(on)

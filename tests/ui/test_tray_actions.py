@@ -26,10 +26,14 @@ def test_start_stop_action_runs_captions_into_overlay_history_and_journal(
         app = build(store, realtime_server, tone_wav, tray_available=False)
         app.start()  # checks the start/stop action
         assert app.actions.start_stop.isChecked() and app.controller.running
+        # Its label says what the tick means, so it must not flip to "Stop …" while ticked.
+        label = app.actions.start_stop.text()
+        assert label.replace("&", "") == "Live captions"
         await wait_until(lambda: all(w in " ".join(line.text for line in app.controller.lines)
                                      for w in WORDS), 20, "all words finalized")
         await wait_until(lambda: not app.controller.running, 15, "the file to end")
         assert not app.actions.start_stop.isChecked()
+        assert app.actions.start_stop.text() == label
         shown = " ".join(line.text for line in app.history.sessions["current"].lines)
         assert all(w in shown for w in WORDS)
         journal = app.history.current_journal

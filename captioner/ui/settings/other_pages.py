@@ -95,7 +95,7 @@ class TranscriptPage(Page):
         return {}
 
 
-SHORTCUTS = (("start_stop", "&Start / stop captions:"),
+SHORTCUTS = (("start_stop", "&Live captions on / off:"),
              ("click_through", "&Click-through on / off:"),
              ("font_bigger", "&Bigger text:"), ("font_smaller", "S&maller text:"),
              ("reply", "&Reply box:"))
