@@ -76,6 +76,7 @@ _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
 _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
 _COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
+_COPIED_FINAL = 2  # a final of this many words or more that only copies the prompt is checked
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
@@ -392,10 +393,18 @@ class StreamingTranscriber:
             audio = self._audio.view()[:end]
             live = self._carried + self._tentative
             words = self._run(audio, [], final=True)
+            bare: list[str] | None = None
             if _resumes(self._context, words):
                 bare = self._run(audio, [], final=True, context="")
                 if len(bare) > len(words) and _agreed(bare[::-1], words[::-1]) >= 2:
                     log.debug("= final %r picks up the prompt's last words: %r heard "
+                              "without the prompt", "".join(words), "".join(bare))
+                    words = bare
+            if words is not bare and _copies(words, self._context, _COPIED_FINAL):
+                bare = bare if bare is not None else self._run(audio, [], final=True,
+                                                               context="")
+                if _keys(bare) != _keys(words):
+                    log.debug("= final %r only copies a phrase of its prompt: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
                     words = bare
             if self._carried and (not _keeps(self._carried, words)
@@ -544,10 +553,10 @@ def _starts_over(live: Sequence[str], final: Sequence[str], past: int) -> bool:
     return 0 < n < len(live) and _keys(live[past:]) in (_keys(live[:n]), _keys(final[:n]))
 
 
-def _copies(words: Sequence[str], context: str) -> bool:
-    """Whether ``words`` (``_COPIED_WORDS`` or more) only say again a phrase of ``context``."""
+def _copies(words: Sequence[str], context: str, least: int = _COPIED_WORDS) -> bool:
+    """Whether ``words`` (``least`` or more) only say again a phrase of ``context``."""
     again = _keys(words)
-    return len(again) >= _COPIED_WORDS and _has_run(_keys(context.split()), again)
+    return len(again) >= least and _has_run(_keys(context.split()), again)
 
 
 def _has_run(keys: Sequence[str], run: Sequence[str]) -> bool:

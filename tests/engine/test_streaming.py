@@ -430,3 +430,43 @@ def test_live_text_that_copies_the_text_before_is_not_kept() -> None:
     transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
     text = "".join(feed(transcriber, 7.0)) + transcriber.finish()
     assert text == "And so am I fellow America. And stop."
+
+
+def two_utterances(decoder: Callable[[np.ndarray, str, str, bool], list[str]]) -> str:
+    speaking = lambda t: 0.2 <= t <= 1.8 or 3.0 <= t <= 4.6  # noqa: E731 - two utterances
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), StreamingOptions())
+    return "".join(feed(transcriber, 7.0)) + transcriber.finish()
+
+
+def test_a_final_that_only_copies_its_prompt_is_heard_again_without_it() -> None:
+    """A short, unclear utterance (a synthetic voice's "Hello there", 20 s after
+    Kennedy) that the multilingual model, given the committed text as its prompt, read
+    as a phrase of that text again: "Ask not what your country can do." Heard without
+    the prompt it reads as what the audio holds, and that is committed instead."""
+    before = [" ask", " not", " what", " your", " country", " can", " do", " for", " you."]
+    prompted: list[str] = []  # the second utterance's decodes have the first as context
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if context:
+            prompted.append(context)
+            answer = before[:6]
+        else:
+            answer = [" Hello", " there."] if prompted else before
+        return answer[len(prefix.split()):]
+
+    text = two_utterances(decoder)
+    assert text == "ask not what your country can do for you. Hello there."
+
+
+def test_a_phrase_really_said_twice_is_committed_twice() -> None:
+    """The other side of the rule above: when the speech does repeat a phrase, the
+    reading without the prompt says it too, and it stands."""
+    finals: list[str] = []
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if final:
+            finals.append(context)
+        return [" Thank", " you."][len(prefix.split()):]
+
+    assert two_utterances(decoder) == "Thank you. Thank you."
+    assert finals[-2:] == [" Thank you.", ""]  # the repeat was heard again without the prompt
