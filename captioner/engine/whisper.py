@@ -57,6 +57,7 @@ import threading
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -93,6 +94,7 @@ _MAX_INITIAL_TIMESTAMP = 50  # the first segment starts within 1 s (Whisper's de
 _LATE_START = 0.1  # a segment starting this close to the audio's end is a guess
 _LATE_END = 1.0  # a later segment ending this far past the audio's end is a loop
 _MAX_CONTEXT_TOKENS = 223  # Whisper's previous-text prompt limit (half the 448 context)
+_DETECT_SECONDS = 2.0  # audio a language is detected on; a shorter decode keeps the stream's
 _TOKENS_PER_SECOND = 8  # generous speech rate bound: caps a repetition loop's cost
 _MIN_NEW_TOKENS = 16
 _WORD = re.compile(r"\s*\S+")
@@ -190,6 +192,13 @@ class _DecodingOnOneThread:
         return self._decoding.align(*args, **kwargs)
 
 
+@dataclass
+class HeardLanguage:
+    """The language one stream was last detected in (auto-detect only)."""
+
+    code: str | None = None
+
+
 class WhisperEngine:
     """One loaded Whisper model; a factory of streaming transcribers."""
 
@@ -251,22 +260,26 @@ class WhisperEngine:
 
     def new_transcriber(self) -> StreamingTranscriber:
         """A fresh transcriber for one request (no context shared between requests)."""
-        return StreamingTranscriber(self.decode, SileroGate(), self.options)
+        heard = HeardLanguage()  # each stream its own: the two sides of a call may differ
+        return StreamingTranscriber(functools.partial(self.decode, heard=heard),
+                                    SileroGate(), self.options)
 
     def decode(
-        self, audio: np.ndarray, context: str = "", prefix: str = "", final: bool = False
+        self, audio: np.ndarray, context: str = "", prefix: str = "", final: bool = False,
+        heard: HeardLanguage | None = None,
     ) -> list[str]:
         """Words heard in ``audio`` after ``prefix`` (which the decoder is told it said).
 
         ``context`` is text said before the clip. Returns the words with their
         leading space (" world"), or nothing when the clip reads as silence,
-        noise or a loop. ``final`` decodes use ``final_beam_size``.
+        noise or a loop. ``final`` decodes use ``final_beam_size``. ``heard``
+        carries a stream's detected language from one decode to the next.
         """
         seconds = len(audio) / SAMPLE_RATE
         if len(audio) < _SAMPLES_PER_FRAME:
             return []
         encoder_output = self._encode(audio, live=not final)
-        tokenizer = self._tokenizer(encoder_output)
+        tokenizer = self._tokenizer(encoder_output, seconds, heard)
         prompt: list[int] = []
         if context.strip():
             prompt = [tokenizer.sot_prev,
@@ -449,11 +462,23 @@ class WhisperEngine:
         encode = model.encode_live if live and hasattr(model, "encode_live") else model.encode
         return encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
 
-    def _tokenizer(self, encoder_output: ctranslate2.StorageView) -> Tokenizer:
+    def _tokenizer(self, encoder_output: ctranslate2.StorageView, seconds: float = 0.0,
+                   heard: HeardLanguage | None = None) -> Tokenizer:
+        """The decoding tokens for the chosen language, or the one the audio is in.
+
+        Detected on under ``_DETECT_SECONDS`` of audio (an utterance's first live
+        decode), the multilingual model guessed Thai, Korean or Arabic for English
+        speech and showed words of them ("برقب"), or copied its prompt; so a short
+        decode takes the language its stream was last heard in, when there is one.
+        """
         language = self.language
-        if language is None:
+        if language is None and heard is not None and heard.code and seconds < _DETECT_SECONDS:
+            language = heard.code
+        elif language is None:
             detected = self._model.model.detect_language(encoder_output)[0][0][0]
             language = detected[2:-2]  # "<|de|>" → "de"
+            if heard is not None and seconds >= _DETECT_SECONDS:
+                heard.code = language
         tokenizer = self._tokenizers.get(language)
         if tokenizer is None:
             tokenizer = Tokenizer(self._model.hf_tokenizer, self.multilingual,

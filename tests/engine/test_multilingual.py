@@ -176,6 +176,32 @@ def test_base_detects_and_transcribes_english_speech(base: WhisperEngine, name: 
         assert errors.recall >= 0.85, text  # what counts here is the words it heard
 
 
+def test_a_stream_keeps_its_language_on_short_decodes(
+        base: WhisperEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Detected on an utterance's first 0.6 s alone, base took the English sonnet for
+    Romanian, Hindi or Chinese and showed such words as live text. Once the stream has
+    been heard in a language on a longer decode, short decodes keep it; only decodes
+    before that detect on their own."""
+    used: list[tuple[float, str]] = []  # (audio seconds, language) of each decode
+    decode, tokenizer = base.decode, base._tokenizer
+
+    def decoding(audio, *args, **kwargs):
+        used.append((len(audio) / SAMPLE_RATE, ""))
+        return decode(audio, *args, **kwargs)
+
+    def choosing(*args):
+        chosen = tokenizer(*args)
+        used[-1] = (used[-1][0], chosen.language_code)
+        return chosen
+
+    monkeypatch.setattr(base, "decode", decoding)
+    monkeypatch.setattr(base, "_tokenizer", choosing)
+    stream(base, clip("sonnet_cut").samples())
+    first_long = next(i for i, (seconds, _) in enumerate(used) if seconds >= 2.0)
+    assert used[first_long][1] == "en"
+    assert {code for _, code in used[first_long:] if code} == {"en"}, used
+
+
 def test_settings_file_values_for_model_and_language() -> None:
     loaded = Settings.from_dict({"recognition": {"whisper_model": "base",
                                                  "whisper_language": "de"}})
