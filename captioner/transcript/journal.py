@@ -262,6 +262,17 @@ def read_journal(path: Path | str) -> JournalContents:
     return contents
 
 
+def journal_title(path: Path) -> str:
+    """A session's name for people and screen readers: when it started
+    ("Sat 5 Dec 2026, 19:25:11"), not the file's stamp read digit by digit."""
+    stamp = path.stem.removeprefix(PREFIX)
+    try:
+        started = datetime.strptime(stamp[:15], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return stamp
+    return f"{started:%a} {started.day} {started:%b %Y, %H:%M:%S}"
+
+
 def journal_files(folder: Path | str) -> list[Path]:
     """Journal files in ``folder``, oldest first (empty when the folder is missing)."""
     try:

@@ -30,7 +30,12 @@ from PySide6.QtWidgets import (
 from captioner.realtime.captions import CaptionLine, LineKind, labelled
 from captioner.realtime.speakers import time_index
 from captioner.transcript.exports import ExportError, clock, export
-from captioner.transcript.journal import JournalContents, journal_files, read_journal
+from captioner.transcript.journal import (
+    JournalContents,
+    journal_files,
+    journal_title,
+    read_journal,
+)
 from captioner.ui.actions import AppActions
 
 log = logging.getLogger(__name__)
@@ -59,7 +64,7 @@ class HistoryWindow(QWidget):
     def __init__(self, folder: Path, actions: AppActions | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Captioner — transcript history")
+        self.setWindowTitle("Transcript history — Captioner")
         self.setAccessibleName("Transcript history")
         self.resize(820, 520)
         self.folder = folder
@@ -164,7 +169,7 @@ class HistoryWindow(QWidget):
             key = str(path)
             if key in self.sessions or (self.current_journal and path == self.current_journal):
                 continue
-            self.sessions[key] = HistorySession(key, path.stem.removeprefix("captions-"),
+            self.sessions[key] = HistorySession(key, journal_title(path),
                                                 path=path, loaded=False)
         self.session_list.blockSignals(True)
         self.session_list.clear()

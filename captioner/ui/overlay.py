@@ -52,7 +52,7 @@ class Overlay(QWidget):
     def __init__(self, appearance: AppearanceSettings, actions: AppActions | None = None,
                  matcher: AlertMatcher | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Captioner captions")
+        self.setWindowTitle("Captions — Captioner")
         self.setAccessibleName("Captioner caption overlay")
         self.setWindowFlags(Qt.WindowType.FramelessWindowHint | Qt.WindowType.Tool
                             | Qt.WindowType.WindowStaysOnTopHint)

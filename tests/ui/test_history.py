@@ -87,3 +87,16 @@ def test_a_call_is_listed_in_spoken_order_with_names(qtbot, tmp_path):
                      "[00:00:09] You: Sounds good <to> me & the team."]
     window.append_line(CaptionLine("Late to finalize.", 2.0, 2.5, speaker="You"))
     assert window.lines.item(2).text() == "[00:00:02] You: Late to finalize."
+
+
+def test_past_sessions_are_listed_by_when_they_started_newest_first(qtbot, tmp_path):
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    for stamp in ("20261205-192511-9076", "20261204-080102-11", "not-a-stamp"):
+        (folder / f"captions-{stamp}.jsonl").write_text("")
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    titles = [window.session_list.item(i).text() for i in range(window.session_list.count())]
+    assert titles == ["This session", "not-a-stamp", "Sat 5 Dec 2026, 19:25:11",
+                      "Fri 4 Dec 2026, 08:01:02"]
+    assert window.windowTitle() == "Transcript history — Captioner"

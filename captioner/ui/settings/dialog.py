@@ -44,7 +44,7 @@ class SettingsDialog(QDialog):
                  devices: DeviceLister = list_devices, keys: KeyStore | None = None,
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Captioner settings")
+        self.setWindowTitle("Settings — Captioner")
         self.setAccessibleName("Captioner settings")
         self.store = store
         self.audio = AudioPage(devices)
