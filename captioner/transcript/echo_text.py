@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 
 from captioner.realtime.captions import CaptionLine
@@ -150,43 +150,62 @@ def _is_echo_run(mic: Sequence[str], matched: Sequence[int]) -> bool:
 
 def echo_words(line: CaptionLine, recent_others: Sequence[CaptionLine]) -> set[int]:
     """Indices of the line's whitespace-separated words that repeat the others' words."""
-    mic, owner = _words(_tokens(line.text))
     nearby = sorted((o for o in recent_others if o.start - WINDOW_SECONDS <= line.end
                      and o.end + WINDOW_SECONDS >= line.start), key=lambda o: o.start)
-    if not mic or not nearby:
-        return set()
     others: list[str] = []
     other_times: list[float] = []
     for other in nearby:
         words = _words(_tokens(other.text))[0]
         others += words
         other_times += _word_times(other, len(words))
+    mic, owner = _words(_tokens(line.text))
     mic_times = _word_times(line, len(mic))
+    masked = _repeated(mic, others, lambda pairs: _coincide(pairs, mic_times, other_times))
+    return {owner[i] for i in masked}
+
+
+def repeated_words(text: str, said: str) -> set[int]:
+    """Indices of ``text``'s whitespace-separated words that repeat runs of ``said``
+    (the same rules as echo, without the timing: for a caller that knows the two were
+    heard at one moment)."""
+    mic, owner = _words(_tokens(text))
+    return {owner[i] for i in _repeated(mic, _words(_tokens(said))[0], lambda _pairs: True)}
+
+
+def _repeated(mic: Sequence[str], others: Sequence[str],
+              coincide: Callable[[list[tuple[int, int]]], bool]) -> set[int]:
+    """Indices into ``mic`` of the runs that repeat ``others``, best run first."""
     masked: set[int] = set()
-    while len(masked) < len(mic):
+    while mic and others and len(masked) < len(mic):
         pairs = _best_run(mic, others, masked)
         matched = [i for i, _ in pairs]
-        if not pairs or not _coincide(pairs, mic_times, other_times):
+        if not pairs or not coincide(pairs):
             break
         whole_line = len(matched) == len(mic) and any(mic[i] not in STOPWORDS for i in matched)
         if not (whole_line or _is_echo_run(mic, matched)):
             break
         masked.update(range(matched[0], matched[-1] + 1))
-    return {owner[i] for i in masked}
+    return masked
 
 
 def suppress_echo(line: CaptionLine, recent_others: Sequence[CaptionLine]
                   ) -> CaptionLine | None:
     """``line`` (a finalized mic line) without the words that repeat ``recent_others``;
     None when nothing of it is left worth showing."""
-    echoed = echo_words(line, recent_others)
-    if not echoed:
+    return without_words(line, echo_words(line, recent_others))
+
+
+def without_words(line: CaptionLine, drop: set[int]) -> CaptionLine | None:
+    """``line`` without its whitespace-separated words at ``drop``; None when fewer
+    than ``MIN_KEPT_WORDS`` words would be left."""
+    if not drop:
         return line
     tokens = _tokens(line.text)
-    kept = [t for i, t in enumerate(tokens) if i not in echoed]
+    kept = [t for i, t in enumerate(tokens) if i not in drop]
     if sum(len(t.words) for t in kept) < MIN_KEPT_WORDS:
         return None
     return dataclasses.replace(line, text=" ".join(t.text for t in kept))
 
 
-__all__ = ["STOPWORDS", "WINDOW_SECONDS", "echo_words", "suppress_echo"]
+__all__ = ["STOPWORDS", "WINDOW_SECONDS", "echo_words", "repeated_words", "suppress_echo",
+           "without_words"]

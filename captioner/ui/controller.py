@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.session import SessionFailed, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
 from captioner.transcript.journal import Journal, JournalError
+from captioner.transcript.reply_echo import ReplyEcho
 from captioner.transport.endpoint_url import parse_endpoint
 from captioner.two_streams import TwoStreamCaptioner, captioner_for, open_source
 from captioner.ui.settings_store import SettingsStore
@@ -122,6 +123,7 @@ class CaptionController(QObject):
         self._loading = False  # the embedded model is loading while capture runs
         self.current = CaptionStatus("idle", "stopped")
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
+        self._reply_echo = ReplyEcho()  # replies spoken in this run, on its audio clock
         self.endpoint_override: str | None = None  # an endpoint the app started and serves
         self._level_timer = QTimer(self)
         self._level_timer.setInterval(LEVEL_INTERVAL_MS)
@@ -199,6 +201,7 @@ class CaptionController(QObject):
         if captioner is not None:
             session = captioner.session
             update = session.captions.add_typed(text, session.stats.audio_seconds)
+            self._reply_echo.spoken(text, session.stats.audio_seconds)
         else:
             update = CaptionUpdate((CaptionLine(text, 0.0, 0.0, kind=LineKind.TYPED),), None)
         self._on_update(update)
@@ -245,6 +248,7 @@ class CaptionController(QObject):
         self._loading = spec.kind == "embedded" and not self.embedded.ready
         self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
         self._open_journal(settings)
+        self._reply_echo = ReplyEcho()  # a new session counts audio time from 0
         captioner = captioner_for(settings, self._source, embedded=self.embedded,
                                   endpoint=endpoint, on_update=self._on_update,
                                   on_status=self._on_status)
@@ -264,6 +268,10 @@ class CaptionController(QObject):
     # --- callbacks ----------------------------------------------------------
 
     def _on_update(self, update: CaptionUpdate) -> None:
+        kept = tuple(k for k in map(self._reply_echo.filter, update.finalized) if k is not None)
+        if kept != update.finalized:
+            log.info("= caption words that repeat a reply just spoken left out")
+            update = replace(update, finalized=kept)
         for line in update.finalized:
             self.lines.append(line)
             self._journal_line(line)

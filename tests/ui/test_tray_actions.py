@@ -7,6 +7,7 @@ from PySide6.QtCore import Qt
 
 from captioner.audio.errors import DeviceNotFound
 from captioner.audio.files import FileSource
+from captioner.realtime.captions import LineKind
 from captioner.ui.app import CaptionerApp
 from captioner.ui.tray import Tray, state_icon
 from tests.ui.conftest import WORDS, run_async, wait_until
@@ -136,3 +137,23 @@ def test_tray_state_badge_and_tooltip_lines(qapp, store):
     assert "stt-1" not in tray.tooltip()
     assert state_icon("idle").pixmap(64).toImage() != state_icon("error").pixmap(64).toImage()
     assert isinstance(Tray(app.actions, available=False).menu.actions(), list)
+
+
+def test_a_spoken_reply_heard_back_is_captioned_once(qapp, store, realtime_server, tone_wav):
+    """The reply goes to the output the captions listen to and comes back as caption
+    text: it is shown once, as the typed line; the words after it are captioned."""
+    reply = " ".join(WORDS[:4])
+
+    async def scenario():
+        app = build(store, realtime_server, tone_wav, tray_available=False)
+        app.start()
+        await wait_until(lambda: app.controller.current.state == "listening", 20, "listening")
+        app.replies.spoken.emit(reply)  # as the reply box does when the voice starts
+        await wait_until(lambda: not app.controller.running, 20, "the file to end")
+        lines = [(line.kind, line.text) for line in app.controller.lines]
+        journal = app.history.current_journal.read_text()
+        await app.shutdown()
+        assert lines == [(LineKind.TYPED, reply), (LineKind.SPEECH, " ".join(WORDS[4:]))]
+        assert journal.count("alpha") == 1  # the typed line only
+
+    run_async(qapp, scenario)

@@ -1,0 +1,52 @@
+"""Captions of the app's own spoken replies: shown once, as the typed line.
+
+A reply the user types is shown at once (``» Hello there``) and spoken through an
+output device. When the captions listen to that output (system audio on the
+default device, the usual set-up) or a microphone hears the speakers, the reply
+comes back a few seconds later as caption text of the other side: the same words
+twice, or a misreading of the synthetic voice. :class:`ReplyEcho` drops the words of
+a finalized caption line that repeat a reply spoken just before, with the rules of
+the text-level echo filter (runs of words in order, with content words).
+
+Only words that repeat the reply go: someone who talks over the reply, or answers
+with other words, is still captioned. The price: a person who repeats three or more
+of the reply's words within its window ("Be right back?") is not captioned for those
+words. Sans-I/O and pure apart from the replies it remembers.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.transcript.echo_text import repeated_words, without_words
+
+CHARS_PER_SECOND = 10.0  # slower than any reply voice: the window errs long
+HEARD_WITHIN = 8.0  # s after a reply ends by which its caption has come back
+_REMEMBERED = 8  # replies looked at (older ones are long past their window)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    text: str
+    start: float  # audio time when it was sent to be spoken
+    until: float  # audio time after which a caption is no longer its echo
+
+
+class ReplyEcho:
+    def __init__(self) -> None:
+        self._replies: deque[_Reply] = deque(maxlen=_REMEMBERED)
+
+    def spoken(self, text: str, audio_time: float) -> None:
+        """A reply went to the speaker at ``audio_time`` (the captions' clock)."""
+        until = audio_time + len(text) / CHARS_PER_SECOND + HEARD_WITHIN
+        self._replies.append(_Reply(text, audio_time, until))
+
+    def filter(self, line: CaptionLine) -> CaptionLine | None:
+        """``line`` without what repeats a reply heard at its time; None if nothing is left."""
+        if line.kind is not LineKind.SPEECH:
+            return line
+        said = " ".join(r.text for r in self._replies
+                        if r.start <= line.end and line.start <= r.until)
+        return without_words(line, repeated_words(line.text, said)) if said else line
