@@ -4,9 +4,11 @@ A reply the user types is shown at once (``» Hello there``) and spoken through 
 output device. When the captions listen to that output (system audio on the
 default device, the usual set-up) or a microphone hears the speakers, the reply
 comes back a few seconds later as caption text of the other side: the same words
-twice, or a misreading of the synthetic voice. :class:`ReplyEcho` drops the words of
-a finalized caption line that repeat a reply spoken just before, with the rules of
-the text-level echo filter (runs of words in order, with content words).
+twice. :class:`ReplyEcho` drops the caption words that repeat a reply spoken just
+before, from finalized lines and from the live text meanwhile, with the rules of the
+text-level echo filter (runs of words in order, with content words). A misreading of
+the voice that shares no such run with the reply (the platform voice read by tiny.en:
+"The low air." for "Hello there") is still shown.
 
 Only words that repeat the reply go: someone who talks over the reply, or answers
 with other words, is still captioned. The price: a person who repeats three or more
@@ -17,7 +19,7 @@ words. Sans-I/O and pure apart from the replies it remembers.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from captioner.realtime.captions import CaptionLine, LineKind
 from captioner.transcript.echo_text import repeated_words, without_words
@@ -47,6 +49,25 @@ class ReplyEcho:
         """``line`` without what repeats a reply heard at its time; None if nothing is left."""
         if line.kind is not LineKind.SPEECH:
             return line
-        said = " ".join(r.text for r in self._replies
-                        if r.start <= line.end and line.start <= r.until)
+        said = self._said(line.start, line.end)
         return without_words(line, repeated_words(line.text, said)) if said else line
+
+    def filter_live(self, live: CaptionLine | None, unconfirmed: str, now: float
+                    ) -> tuple[CaptionLine | None, str]:
+        """The live line and unconfirmed words without what repeats a reply being heard
+        back at ``now``, so the reply does not flash up as caption text before its
+        finalized line is left out."""
+        said = self._said(now, now)
+        shown = [*(live.text.split() if live is not None else []), *unconfirmed.split()]
+        drop = repeated_words(" ".join(shown), said) if said else set()
+        if not drop:
+            return live, unconfirmed
+        split = len(shown) - len(unconfirmed.split())
+        kept = [(i, word) for i, word in enumerate(shown) if i not in drop]
+        live_text = " ".join(word for i, word in kept if i < split)
+        return (replace(live, text=live_text) if live is not None and live_text else None,
+                " ".join(word for i, word in kept if i >= split))
+
+    def _said(self, start: float, end: float) -> str:
+        """The replies whose window [sent, heard back by] meets [start, end]."""
+        return " ".join(r.text for r in self._replies if r.start <= end and start <= r.until)

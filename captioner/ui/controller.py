@@ -268,14 +268,25 @@ class CaptionController(QObject):
     # --- callbacks ----------------------------------------------------------
 
     def _on_update(self, update: CaptionUpdate) -> None:
-        kept = tuple(k for k in map(self._reply_echo.filter, update.finalized) if k is not None)
-        if kept != update.finalized:
-            log.info("= caption words that repeat a reply just spoken left out")
-            update = replace(update, finalized=kept)
+        update = self._without_reply_echo(update)
         for line in update.finalized:
             self.lines.append(line)
             self._journal_line(line)
         self.update.emit(update)
+
+    def _without_reply_echo(self, update: CaptionUpdate) -> CaptionUpdate:
+        """The update without caption words that repeat a reply just spoken (heard back
+        through the output the captions listen to): it shows once, as the typed line."""
+        captioner = self._captioner
+        echo = self._reply_echo
+        kept = tuple(k for k in map(echo.filter, update.finalized) if k is not None)
+        now = captioner.session.stats.audio_seconds if captioner is not None else 0.0
+        live, unconfirmed = echo.filter_live(update.live, update.unconfirmed, now)
+        if (kept, live, unconfirmed) == (update.finalized, update.live, update.unconfirmed):
+            return update
+        if kept != update.finalized:
+            log.info("= caption words that repeat a reply just spoken left out")
+        return replace(update, finalized=kept, live=live, unconfirmed=unconfirmed)
 
     def _on_status(self, status: SessionStatus) -> None:
         if status.state is SessionState.FAILED:

@@ -63,3 +63,19 @@ def test_typed_lines_and_gaps_pass_through() -> None:
 def test_without_a_reply_nothing_is_touched() -> None:
     line = heard(REPLY, 13.0)
     assert ReplyEcho().filter(line) == line
+
+
+def test_live_text_repeating_the_reply_is_not_shown() -> None:
+    echo = replied()
+    live = heard("Be right back, I need", 11.0, 12.5)
+    assert echo.filter_live(live, "to answer", 12.6) == (None, "")
+    kept, unconfirmed = echo.filter_live(live, "to answer the door. Sure, take", 13.0)
+    assert kept is None and unconfirmed == "Sure, take"
+
+
+def test_live_text_of_other_words_is_shown_as_it_is() -> None:
+    echo = replied()
+    live = heard("Sure, take your time,", 11.0, 12.5)
+    assert echo.filter_live(live, "we will wait", 12.6) == (live, "we will wait")
+    late = heard("Be right back, I need", 40.0, 41.0)
+    assert echo.filter_live(late, "to answer", 41.0) == (late, "to answer")

@@ -148,8 +148,13 @@ def test_a_spoken_reply_heard_back_is_captioned_once(qapp, store, realtime_serve
         app = build(store, realtime_server, tone_wav, tray_available=False)
         app.start()
         await wait_until(lambda: app.controller.current.state == "listening", 20, "listening")
+        shown: list[str] = []  # live and unconfirmed text the overlay was given
+        app.controller.update.connect(lambda u: shown.append(
+            f"{u.live.text if u.live else ''} {u.unconfirmed}"))
         app.replies.spoken.emit(reply)  # as the reply box does when the voice starts
         await wait_until(lambda: not app.controller.running, 20, "the file to end")
+        assert any("foxtrot" in text for text in shown)
+        assert not any(word in text for text in shown for word in WORDS[1:4]), shown
         lines = [(line.kind, line.text) for line in app.controller.lines]
         journal = app.history.current_journal.read_text()
         await app.shutdown()
