@@ -125,6 +125,9 @@ def test_custom_colour_folder_and_shortcut_conflicts(qtbot, store, tmp_path):
 def test_appearance_preview_follows_the_controls(qtbot, store):
     dialog = make(qtbot, store)
     ap = dialog.appearance
+    # It shows every style the overlay draws, unconfirmed words (dimmer, italic) included.
+    rows = ap.preview.visible_rows()
+    assert any(not live for _, live in rows) and any(live for _, live in rows), rows
     ap.preset.setCurrentIndex(ap.preset.findData("white-on-black"))
     assert ap.preview.text_color.name() == "#ffffff"
     ap.font_size.setValue(50)

@@ -35,8 +35,11 @@ from captioner.ui.settings.common import Errors, Page
 
 DOCKS = (("bottom", "Docked at the bottom of the screen"),
          ("top", "Docked at the top of the screen"), ("floating", "Floating"))
-PREVIEW = CaptionUpdate((CaptionLine("This is how finalized captions look.", 0, 2),),
-                        CaptionLine("and the live line, still changing", 2, 3, final=False))
+# Every style the overlay draws: finalized text, the live line and its unconfirmed words
+# (italic, dimmer), so the contrast of each can be judged before it is chosen.
+PREVIEW = CaptionUpdate((CaptionLine("Finalized captions look like this.", 0, 2),),
+                        CaptionLine("The live line,", 2, 3, final=False),
+                        unconfirmed="still changing")
 
 
 class AppearancePage(Page):
