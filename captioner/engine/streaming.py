@@ -393,17 +393,16 @@ class StreamingTranscriber:
             audio = self._audio.view()[:end]
             live = self._carried + self._tentative
             words = self._run(audio, [], final=True)
-            bare: list[str] | None = None
-            if _resumes(self._context, words):
+            resumes = _resumes(self._context, words)
+            copies = _copies(words, self._context, _COPIED_FINAL)
+            if resumes or copies:  # heard once more without the prompt
                 bare = self._run(audio, [], final=True, context="")
-                if len(bare) > len(words) and _agreed(bare[::-1], words[::-1]) >= 2:
+                if (resumes and len(bare) > len(words)
+                        and _agreed(bare[::-1], words[::-1]) >= 2):
                     log.debug("= final %r picks up the prompt's last words: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
                     words = bare
-            if words is not bare and _copies(words, self._context, _COPIED_FINAL):
-                bare = bare if bare is not None else self._run(audio, [], final=True,
-                                                               context="")
-                if _keys(bare) != _keys(words):
+                elif copies and _keys(bare) != _keys(words):
                     log.debug("= final %r only copies a phrase of its prompt: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
                     words = bare

@@ -58,12 +58,14 @@ class ReplyEcho:
         back at ``now``, so the reply does not flash up as caption text before its
         finalized line is left out."""
         said = self._said(now, now)
-        shown = [*(live.text.split() if live is not None else []), *unconfirmed.split()]
-        drop = repeated_words(" ".join(shown), said) if said else set()
+        if not said:  # the usual case, on every update: nothing to compare
+            return live, unconfirmed
+        split = len(live.text.split()) if live is not None else 0
+        shown = " ".join(filter(None, (live.text if live is not None else "", unconfirmed)))
+        drop = repeated_words(shown, said)
         if not drop:
             return live, unconfirmed
-        split = len(shown) - len(unconfirmed.split())
-        kept = [(i, word) for i, word in enumerate(shown) if i not in drop]
+        kept = [(i, word) for i, word in enumerate(shown.split()) if i not in drop]
         live_text = " ".join(word for i, word in kept if i < split)
         return (replace(live, text=live_text) if live is not None and live_text else None,
                 " ".join(word for i, word in kept if i >= split))
