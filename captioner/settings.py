@@ -67,6 +67,11 @@ class AudioSettings:
     def two_streams(self) -> bool:
         return self.source == "both" and self.speakers
 
+    def capture_key(self) -> tuple[object, ...]:
+        """What opening the capture depends on (gains and labels apply to a running one)."""
+        return (self.source, self.mic_device, self.system_device, self.chunk_bytes,
+                self.speakers, self.echo_cancel)
+
     def labels(self) -> tuple[str, str]:
         """(microphone's, system audio's) speaker names; a blank one is its default."""
         return (self.mic_label.strip() or DEFAULT_MIC_LABEL,

@@ -28,6 +28,7 @@ from typing import Any, Protocol
 from captioner.aiotasks import cancel_and_wait
 from captioner.audio.capture import AudioCapture
 from captioner.audio.dual import DualCapture
+from captioner.audio.handover import unwrapped
 from captioner.captioning import (
     AudioSource,
     Captioner,
@@ -231,7 +232,7 @@ def open_source(audio: AudioSettings) -> AudioSource | DualCapture:
 def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any
                   ) -> Captioner | TwoStreamCaptioner:
     """One labelled pair of sessions for a :class:`DualCapture`, else one session."""
-    if isinstance(source, DualCapture):
+    if isinstance(unwrapped(source), DualCapture):
         return TwoStreamCaptioner(settings, source, **options)
     return Captioner(settings, source, **options)
 

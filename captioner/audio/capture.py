@@ -355,6 +355,11 @@ class AudioCapture:
     def error(self) -> CaptureError | None:
         return self._error
 
+    def set_gains(self, mic: float, system: float) -> None:
+        """New input gains, from the next block on: a running capture need not reopen."""
+        for src in self._sources:
+            src.gain = float(mic if src.role == "mic" else system)
+
     # --- life cycle -------------------------------------------------------
 
     async def start(self) -> None:

@@ -136,6 +136,10 @@ class DualCapture:
     def dropped_chunks(self) -> int:
         return self.mic.dropped_chunks + self.system.dropped_chunks
 
+    def set_gains(self, mic: float, system: float) -> None:
+        self.mic.set_gains(mic, system)
+        self.system.set_gains(mic, system)
+
     async def start(self) -> None:
         await self.mic.start()
         try:

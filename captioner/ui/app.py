@@ -351,7 +351,7 @@ class CaptionerApp(QObject):
         self.tray.set_tooltip_line("source", f"{describe_source(s.audio)} → {endpoint}")
 
     def apply_settings(self, sections: frozenset[str]) -> None:
-        """React to changed settings: appearance at once, source/endpoint by a restart."""
+        """React to changed settings: appearance and gains at once, the rest by a restart."""
         s = self.store.settings
         if "appearance" in sections:
             self.overlay.apply_appearance(s.appearance)
@@ -373,7 +373,9 @@ class CaptionerApp(QObject):
             self.endpoints.reset_control()
         if sections & {"audio", "recognition", "aws"}:
             self._show_source()
-            if self.controller.running or self.controller.current.failed:
+            self.controller.apply_gains(s.audio)  # at once, on the running capture
+            if ((self.controller.running or self.controller.current.failed)
+                    and self.controller.needs_restart()):
                 self.spawn(self.controller.restart())
 
     # --- windows ------------------------------------------------------------

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -23,6 +24,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from captioner.audio.dual import DualCapture
 from captioner.audio.echo import EchoCanceller
 from captioner.audio.errors import AudioError
+from captioner.audio.handover import KeptSource
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
 from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
 from captioner.session import SessionFailed, SessionState, SessionStatus
@@ -117,7 +119,9 @@ class CaptionController(QObject):
         self._journal_factory = journal_factory
         self._task: asyncio.Task[None] | None = None
         self._captioner: Captioner | TwoStreamCaptioner | None = None
-        self._source: AudioSource | DualCapture | None = None
+        self._source: KeptSource | None = None
+        self._kept: KeptSource | None = None  # a running capture handed to the next run
+        self._run_settings: Settings | None = None  # what the current run started with
         self._journal: Journal | None = None
         self._journal_failed = False
         self._loading = False  # the embedded model is loading while capture runs
@@ -174,12 +178,39 @@ class CaptionController(QObject):
                 await task
 
     async def restart(self) -> None:
-        """Apply a new source/endpoint: stop the running session, start a new one."""
+        """Apply new settings: stop the running session, start a new one.
+
+        Unless the capture's own settings changed, the capture runs on from one
+        session to the next, so what is said while they switch (an endpoint, a
+        model loading) is captioned by the new one, not lost.
+        """
         was_running = self.running or self.current.failed
+        source, started = self._source, self._run_settings
+        keep = (self.running and source is not None and source.started
+                and started is not None
+                and started.audio.capture_key() == self.store.settings.audio.capture_key())
+        if keep:
+            source.hand_over()  # type: ignore[union-attr]
         self.stop()
         await self.wait_stopped()
+        if keep:
+            self._kept = source
         if was_running:
             self.start()
+
+    def needs_restart(self) -> bool:
+        """Whether the saved settings differ from the running ones in more than the
+        input gains (which :meth:`apply_gains` changes on the running capture)."""
+        started, now = self._run_settings, self.store.settings
+        if started is None:
+            return True
+        return (replace(started.audio, mic_gain=0.0, system_gain=0.0)
+                != replace(now.audio, mic_gain=0.0, system_gain=0.0)
+                or started.recognition != now.recognition or started.aws != now.aws)
+
+    def apply_gains(self, audio: AudioSettings) -> None:
+        if self._source is not None:
+            self._source.set_gains(audio.mic_gain, audio.system_gain)
 
     @property
     def endpoint(self) -> str:
@@ -209,12 +240,14 @@ class CaptionController(QObject):
     async def shutdown(self) -> None:
         self.stop()
         await self.wait_stopped(timeout=5.0)
+        await self._close_kept()
         await self.embedded.close()
 
     # --- the run ------------------------------------------------------------
 
     async def _run(self) -> None:
         settings = self.store.settings
+        self._run_settings = copy.deepcopy(settings)  # the store updates its objects in place
         try:
             await self._run_once(settings)
         except asyncio.CancelledError:
@@ -224,6 +257,7 @@ class CaptionController(QObject):
             self._level_timer.stop()
             self._captioner = None
             self._source = None
+            await self._close_kept()  # a handed-over capture this run never took
             self._close_journal()
             self.running_changed.emit(False)
 
@@ -233,15 +267,21 @@ class CaptionController(QObject):
             spec = parse_endpoint(endpoint)
         except ValueError as exc:
             return self._fail(f"Endpoint setting is wrong: {exc}")
-        try:
-            self._source = self._source_factory(settings.audio)
-        except AudioError as exc:
-            return self._fail(f"Audio source unavailable: {exc}")
-        except Exception as exc:  # PortAudio reports many things as plain errors
-            log.exception("! opening the audio source")
-            return self._fail(f"Audio source unavailable: {exc}")
-        if isinstance(self._source, DualCapture):
-            self._watch_echo(self._source, settings.audio)
+        source, self._kept = self._kept, None
+        if source is None:
+            try:
+                source = KeptSource(self._source_factory(settings.audio))
+            except AudioError as exc:
+                return self._fail(f"Audio source unavailable: {exc}")
+            except Exception as exc:  # PortAudio reports many things as plain errors
+                log.exception("! opening the audio source")
+                return self._fail(f"Audio source unavailable: {exc}")
+        else:
+            log.info("= the capture goes on into the new session")
+            source.set_gains(settings.audio.mic_gain, settings.audio.system_gain)
+        self._source = source
+        if isinstance(source.inner, DualCapture):
+            self._watch_echo(source.inner, settings.audio)
         # Capture starts now, even while the model loads (seconds on a cold start): the
         # session keeps what is heard meanwhile (bounded, like an outage) and sends it
         # as soon as the engine is ready, so no word said after the user asked is lost.
@@ -295,6 +335,11 @@ class CaptionController(QObject):
             return  # still loading the model; "loading" says more than "connecting"
         self._loading = False
         self._set(status_from_session(status))
+
+    async def _close_kept(self) -> None:
+        source, self._kept = self._kept, None
+        if source is not None:
+            await source.close()
 
     def _poll_level(self) -> None:
         source = self._source

@@ -122,7 +122,7 @@ def test_choosing_another_model_while_captioning_loads_it(qapp, store, tone_wav,
                 factories[1].made) and len(factories[1].received) > 0, 20, "audio for it")
             assert "loading" in statuses[statuses.index("listening"):]  # said so
             new = store.copy()
-            new.audio.system_gain = 2.0  # a restart for another reason: no second load
+            new.recognition.stall_seconds = 9.0  # a restart for another reason: no load
             store.replace(new)
             await wait_until(lambda: app.controller.current.state == "listening"
                              and len(factories[1].made) == 2, 20, "the restart")

@@ -1,0 +1,144 @@
+"""A capture kept open from one captioning run to the next, so a restart loses no word.
+
+Changing the endpoint, the speech model or the captions' timing restarts the
+caption session, not the audio: closing the device and opening it again left a gap
+of up to a second or two (a Bluetooth headset takes that long to open), and
+whatever was said in it was never captioned. A :class:`KeptSource` lends its
+chunk streams to one run at a time; :meth:`KeptSource.hand_over` ends the current
+run's streams at a chunk boundary, and the next run takes the very next chunk.
+The device keeps capturing meanwhile and holds what it hears (about ten seconds)
+until the next run reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+
+class Relay:
+    """One chunk stream lent to successive readers, one at a time, losing nothing between.
+
+    A chunk pulled from the stream while no reader waits, or while a reader's lease
+    ends, is kept for the next lease: the pull itself outlives the lease.
+    """
+
+    def __init__(self, open_stream: Callable[[], AsyncIterator[bytes]]) -> None:
+        self._open = open_stream
+        self._stream: AsyncIterator[bytes] | None = None
+        self._pull: asyncio.Future[bytes] | None = None  # the next chunk, being fetched
+        self._released = asyncio.Event()
+        self._ended = False  # the stream itself ended: every later lease is empty
+
+    def lease(self) -> AsyncIterator[bytes]:
+        """The stream's chunks until it ends or :meth:`release` is called."""
+        self._released = released = asyncio.Event()  # now: a release before the first read
+        return self._chunks(released)                 # ends this lease, not the one before
+
+    async def _chunks(self, released: asyncio.Event) -> AsyncIterator[bytes]:
+        if self._stream is None:
+            self._stream = aiter(self._open())
+        while not released.is_set() and not self._ended:
+            if self._pull is None:
+                self._pull = asyncio.ensure_future(anext(self._stream))
+            waiter = asyncio.ensure_future(released.wait())
+            try:
+                await asyncio.wait({self._pull, waiter}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+            if released.is_set():
+                return  # a chunk that came meanwhile stays with the pull, for the next lease
+            pull, self._pull = self._pull, None
+            try:
+                chunk = pull.result()
+            except StopAsyncIteration:
+                self._ended = True
+                return
+            yield chunk
+
+    def release(self) -> None:
+        """End the current lease at a chunk boundary (the next one goes on from there)."""
+        self._released.set()
+
+    async def aclose(self) -> None:
+        pull, self._pull = self._pull, None
+        if pull is not None and not pull.done():
+            pull.cancel()
+            with contextlib.suppress(BaseException):
+                await pull
+
+
+class KeptSource:
+    """An audio source (``AudioCapture``, ``DualCapture``, …) that can outlive a run.
+
+    Offers the source's own interface: ``start``/``stop`` and its chunk streams as
+    leases. After :meth:`hand_over` the run's ``stop()`` leaves the device open for
+    the next run; :meth:`close` really stops it. Other attributes (level, drop
+    counts, the echo canceller) are the source's.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._started = False
+        self._kept = False
+        self._relays: dict[str, Relay] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def started(self) -> bool:
+        """Whether the device is open (a run is reading it, or will at once)."""
+        return self._started
+
+    async def start(self) -> None:
+        if not self._started:
+            await self.inner.start()
+            self._started = True
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        return self._lease("chunks")
+
+    def mic_chunks(self) -> AsyncIterator[bytes]:
+        return self._lease("mic_chunks")
+
+    def system_chunks(self) -> AsyncIterator[bytes]:
+        return self._lease("system_chunks")
+
+    def hand_over(self) -> None:
+        """The running run's streams end now; the device stays open for the next run."""
+        self._kept = True
+        for relay in self._relays.values():
+            relay.release()
+
+    def set_gains(self, mic: float, system: float) -> None:
+        """Apply new input gains to the running capture (no restart needed)."""
+        set_gains = getattr(self.inner, "set_gains", None)
+        if set_gains is not None:
+            set_gains(mic, system)
+
+    async def stop(self) -> None:
+        """A run ended: stop the device, unless it was handed over to the next run."""
+        if self._kept:
+            self._kept = False
+            return
+        await self.close()
+
+    async def close(self) -> None:
+        for relay in self._relays.values():
+            await relay.aclose()
+        self._relays.clear()
+        await self.inner.stop()
+
+    def _lease(self, stream: str) -> AsyncIterator[bytes]:
+        relay = self._relays.get(stream)
+        if relay is None:
+            relay = self._relays[stream] = Relay(getattr(self.inner, stream))
+        return relay.lease()
+
+
+def unwrapped(source: Any) -> Any:
+    """The source itself, whether or not it is kept across runs."""
+    return source.inner if isinstance(source, KeptSource) else source
