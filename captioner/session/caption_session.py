@@ -363,7 +363,7 @@ class CaptionSession:
                 self._sent += len(chunk)
                 if self._after_send(start):
                     return
-                at_pause = self._quiet_seconds() >= self.options.pause_seconds
+                at_pause = self.at_pause
                 age = seconds(self._sent) - self._request_start
                 if self.rotation.decide(age, at_pause) and not await self._rotate(
                         transport, conn, at_pause):
@@ -399,6 +399,11 @@ class CaptionSession:
         if self._seam is not None and not self._seam.done and end >= self._seam_until:
             self._show(self._seam.release())
         return False
+
+    @property
+    def at_pause(self) -> bool:
+        """Whether the audio sent last is a pause: a safe place to cut it."""
+        return self._quiet_seconds() >= self.options.pause_seconds
 
     def _quiet_seconds(self) -> float:
         return 0.0 if self._quiet_since is None else seconds(self._sent) - self._quiet_since

@@ -41,6 +41,7 @@ SourceFactory = Callable[[AudioSettings], AudioSource | DualCapture]
 JournalFactory = Callable[[Path, dict[str, Any]], Journal]
 LEVEL_INTERVAL_MS = 100
 STOP_GRACE_SECONDS = 12.0
+HANDOVER_PAUSE_WAIT = 3.0  # s a restart waits for a pause in speech before it switches
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +191,9 @@ class CaptionController(QObject):
                 and started is not None
                 and started.audio.capture_key() == self.store.settings.audio.capture_key())
         if keep:
+            await self._pause_in_speech()
+            keep = self.running
+        if keep:
             source.hand_over()  # type: ignore[union-attr]
         self.stop()
         await self.wait_stopped()
@@ -197,6 +201,20 @@ class CaptionController(QObject):
             self._kept = source
         if was_running:
             self.start()
+
+    async def _pause_in_speech(self) -> None:
+        """Wait (briefly) for a pause, so the switch does not cut a word in two: each
+        half alone was misheard ("to thy sweet" + "itself to cruel" for "…sweet self
+        too cruel")."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + HANDOVER_PAUSE_WAIT
+        while self._captioner is not None and loop.time() < give_up:
+            captioner = self._captioner
+            sessions = (captioner.sessions.values() if isinstance(captioner, TwoStreamCaptioner)
+                        else [captioner.session])
+            if all(session.at_pause for session in sessions):
+                return
+            await asyncio.sleep(0.02)
 
     def needs_restart(self) -> bool:
         """Whether the saved settings differ from the running ones in more than the

@@ -18,10 +18,15 @@ from captioner.audio.capture import AudioCapture
 from captioner.captioning import EmbeddedEngine
 from captioner.ui.app import CaptionerApp
 from tests.support.speech import write_wav
-from tests.support.transcribers import VOCABULARY, RecordingFactory, tone_words_pcm
+from tests.support.transcribers import (
+    VOCABULARY,
+    RecordingFactory,
+    ToneWordTranscriber,
+    tone_words_pcm,
+)
 from tests.ui.conftest import run_async, wait_until
 
-WORDS = VOCABULARY[:16]  # 5.8 s of tone words
+WORDS = VOCABULARY[:16]  # 5.8 s of tone words (and a pause)
 OPEN_SECONDS = 1.5
 RATE = 16_000
 
@@ -38,9 +43,15 @@ class SlowCapture(AudioCapture):
 
 
 def words_wav(tmp_path):
-    pcm = np.frombuffer(tone_words_pcm(WORDS), "<i2").astype(np.float32) / 32768
-    return write_wav(tmp_path / "words.wav", np.concatenate([pcm, np.zeros(8000, "f4")]),
-                     16_000)
+    """The words, with a pause after the eighth (the others follow each other closely)."""
+    pcm = b"".join([tone_words_pcm(WORDS[:8]), bytes(2 * RATE * 6 // 10),
+                    tone_words_pcm(WORDS[8:]), bytes(RATE)])
+    return write_wav(tmp_path / "words.wav", np.frombuffer(pcm, "<i2") / 32768, RATE)
+
+
+def tone_words(pcm: np.ndarray) -> list[str]:
+    transcriber = ToneWordTranscriber()
+    return (transcriber.push(pcm.astype("<i2").tobytes()) + transcriber.finish()).split()
 
 
 def spoken_seconds(pcm: np.ndarray) -> float:
@@ -94,6 +105,9 @@ def test_a_new_session_goes_on_from_the_running_capture(qapp, store, pulse, tmp_
     assert heard == WORDS  # every word once, none lost in the switch
     assert len(factory.made) == 2  # a second session (request) took over ...
     assert len(SlowCapture.opened) == 1  # ... from the capture that was running
+    # It waited for the pause (asked for during the fourth word), so no word was cut.
+    assert tone_words(received(factory, 0)) == WORDS[:8]
+    assert tone_words(received(factory, 1)) == WORDS[8:]
 
 
 def test_a_gain_change_applies_to_the_running_capture(qapp, store, pulse, tmp_path):
