@@ -197,6 +197,14 @@ class Captioner:
             if self._own_engine:
                 await self.embedded.close()
 
+    def switch(self, settings: Settings, endpoint: str) -> None:
+        """Caption on ``endpoint``, with ``settings``' recognition options, from now on:
+        the session goes on (see :meth:`CaptionSession.switch`). Raises ValueError for
+        an endpoint that cannot be parsed."""
+        self.settings, self.spec = settings, parse_endpoint(endpoint)
+        self.session.switch(make_connector(self.spec, settings, self.embedded),
+                            session_options(settings, self.spec))
+
     def stats_summary(self) -> str:
         return self.session.stats.summary()
 

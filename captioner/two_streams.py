@@ -155,6 +155,13 @@ class TwoStreamCaptioner:
         self._pass_on(CaptionUpdate(tuple(self._release(force=True))))
         return in_time_order(self.lines)
 
+    def switch(self, settings: Settings, endpoint: str) -> None:
+        """Both sessions go on on ``endpoint`` (see :meth:`Captioner.switch`)."""
+        self.settings, self.spec = settings, parse_endpoint(endpoint)
+        options = session_options(settings, self.spec)
+        for session in self.sessions.values():
+            session.switch(make_connector(self.spec, settings, self.embedded), options)
+
     def stop(self) -> None:
         """Graceful: both sessions finish with what was captured."""
         for session in self.sessions.values():

@@ -124,6 +124,7 @@ class Restart:
 
     reason: str
     stall: bool = False
+    switch: bool = False  # to another endpoint (:meth:`CaptionSession.switch`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,14 +160,11 @@ class CaptionSession:
         self.status = SessionStatus(SessionState.CONNECTING)
         self.audio = AudioLog(options.outage_buffer_seconds)
         self.timeline = WordTimeline()
-        self.rotation = policy.RotationPolicy(options.rotate_after_seconds,
-                                              options.rotate_grace_seconds)
-        if options.max_model_len:
-            self.rotation.learn_context(options.max_model_len, 0.0)
-        self.stall = policy.StallWatch(options.stall_seconds, options.stall_seconds)
+        self._watch(options)
         self._audio_changed = asyncio.Event()
         self._audio_ended = False
         self._stop = asyncio.Event()
+        self._switched = asyncio.Event()  # a switch ends a wait to reconnect
         # per request
         self._sent = 0  # byte offset of the next audio to send
         self._fresh_from = 0  # audio before this was sent once already (a replay)
@@ -195,11 +193,36 @@ class CaptionSession:
             log.info("= session ended: %s", self.stats.summary())
         return self.captions
 
+    def switch(self, connector: Connector, options: SessionOptions) -> None:
+        """Go on on another endpoint, or with other options, without a new session.
+
+        The request in flight ends as after a broken connection, and the audio from
+        a pause before its last returned word is sent to the new endpoint, with the
+        words shown twice left out at the seam. So what was said during the switch,
+        and what an unreachable endpoint was holding (up to the outage buffer), is
+        captioned by the new one, each word once.
+        """
+        log.info("= switching the session to another endpoint")
+        self.connector = connector
+        self.options = options
+        self.audio.keep_bytes = to_bytes(options.outage_buffer_seconds)
+        self._watch(options)
+        self._switched.set()
+        self._conclude(Restart("switched to another endpoint", switch=True))
+
     def stop(self) -> None:
         """Graceful stop: send what is captured, final commit, wait for the last text."""
         self._stop.set()
         self._audio_ended = True
         self._audio_changed.set()
+
+    def _watch(self, options: SessionOptions) -> None:
+        """The rotation and stall policies ``options`` ask for."""
+        self.rotation = policy.RotationPolicy(options.rotate_after_seconds,
+                                              options.rotate_grace_seconds)
+        if options.max_model_len:
+            self.rotation.learn_context(options.max_model_len, 0.0)
+        self.stall = policy.StallWatch(options.stall_seconds, options.stall_seconds)
 
     # --- audio side -------------------------------------------------------
 
@@ -223,12 +246,17 @@ class CaptionSession:
         ever_connected = False
         first_try = self._clock()
         while True:
+            if self._switched.is_set():  # a new endpoint gets its own retry budget
+                self._switched.clear()
+                attempt, ever_connected, first_try = 0, False, self._clock()
             try:
                 transport = await self.connector()
             except TransportError as exc:
                 if self._stop.is_set():
                     self._set_status(SessionState.STOPPED, f"stopped while offline: {exc}")
                     return
+                if self._switched.is_set():  # the old endpoint's refusal no longer matters
+                    continue
                 waited = self._clock() - first_try
                 if not policy.retry_connect(exc, ever_connected=ever_connected, waited=waited,
                                             fail_fast=self.options.fail_fast):
@@ -239,6 +267,9 @@ class CaptionSession:
                     raise SessionFailed(reason) from exc
                 attempt += 1
                 await self._backoff(attempt, str(exc), ever_connected)
+                continue
+            if self._switched.is_set():  # switched while this connection was being made
+                await transport.close()
                 continue
             ever_connected, attempt = True, 0
             try:
@@ -252,11 +283,14 @@ class CaptionSession:
             if isinstance(outcome, Failed):
                 self._set_status(SessionState.FAILED, str(outcome.error))
                 raise outcome.error
-            log.warning("! restarting the request: %s", outcome.reason)
             self._emit(self.captions.set_unconfirmed(""))  # the replay says it again, or not
+            resume = True
+            if outcome.switch:
+                self._set_status(SessionState.CONNECTING)
+                continue
+            log.warning("! restarting the request: %s", outcome.reason)
             self.stats.reconnects += 1
             self._note_restart(outcome)
-            resume = True
             self._set_status(SessionState.RECONNECTING, outcome.reason)
 
     async def _backoff(self, attempt: int, reason: str, ever_connected: bool) -> None:
@@ -264,8 +298,9 @@ class CaptionSession:
                                      cap=self.options.backoff_max, jitter=self._jitter())
         state = SessionState.RECONNECTING if ever_connected else SessionState.CONNECTING
         self._set_status(state, reason, retry_in=delay)
-        waits = {asyncio.ensure_future(self._sleep(delay)),
-                 asyncio.ensure_future(self._stop.wait())}  # stop() ends the wait
+        waits = {asyncio.ensure_future(self._sleep(delay)),  # stop() or switch() ends it
+                 asyncio.ensure_future(self._stop.wait()),
+                 asyncio.ensure_future(self._switched.wait())}
         try:
             await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
         finally:

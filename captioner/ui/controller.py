@@ -86,6 +86,10 @@ def describe_endpoint(endpoint: str) -> str:
     return f"SageMaker {spec.endpoint_name}"
 
 
+def _without_gains(audio: AudioSettings) -> AudioSettings:
+    return replace(audio, mic_gain=0.0, system_gain=0.0)
+
+
 def status_from_session(status: SessionStatus) -> CaptionStatus:
     state = {
         SessionState.CONNECTING: "connecting",
@@ -179,12 +183,16 @@ class CaptionController(QObject):
                 await task
 
     async def restart(self) -> None:
-        """Apply new settings: stop the running session, start a new one.
+        """Apply new settings to the captions.
 
-        Unless the capture's own settings changed, the capture runs on from one
-        session to the next, so what is said while they switch (an endpoint, a
-        model loading) is captioned by the new one, not lost.
+        Only the endpoint or recognition options changed: the running session
+        switches over (its audio, held while an endpoint was unreachable too, goes
+        on to the new one). Else the session is stopped and a new one started;
+        unless the capture's own settings changed, the capture runs on from one
+        session to the next, so what is said meanwhile is captioned by the new one.
         """
+        if self._switch():
+            return
         was_running = self.running or self.current.failed
         source, started = self._source, self._run_settings
         keep = (self.running and source is not None and source.started
@@ -201,6 +209,25 @@ class CaptionController(QObject):
             self._kept = source
         if was_running:
             self.start()
+
+    def _switch(self) -> bool:
+        """Move the running session to the endpoint and options the settings now ask
+        for, when nothing else changed. Whether it did."""
+        captioner, started, now = self._captioner, self._run_settings, self.store.settings
+        if not (self.running and captioner is not None and started is not None
+                and _without_gains(started.audio) == _without_gains(now.audio)):
+            return False
+        endpoint = self.endpoint
+        try:
+            spec = parse_endpoint(endpoint)
+        except ValueError:
+            return False  # a new run reports it
+        self._run_settings = copy.deepcopy(now)
+        self._loading = spec.kind == "embedded" and not self.embedded.ready
+        if self._loading:
+            self._set(LOADING)
+        captioner.switch(now, endpoint)
+        return True
 
     async def _pause_in_speech(self) -> None:
         """Wait (briefly) for a pause, so the switch does not cut a word in two: each
@@ -222,8 +249,7 @@ class CaptionController(QObject):
         started, now = self._run_settings, self.store.settings
         if started is None:
             return True
-        return (replace(started.audio, mic_gain=0.0, system_gain=0.0)
-                != replace(now.audio, mic_gain=0.0, system_gain=0.0)
+        return (_without_gains(started.audio) != _without_gains(now.audio)
                 or started.recognition != now.recognition or started.aws != now.aws)
 
     def apply_gains(self, audio: AudioSettings) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -225,3 +226,39 @@ def test_unknown_model_fails_with_server_message():
         session = CaptionSession(websocket_connector(server.url), options())
         with pytest.raises(SessionFailed, match="not found"):
             run(session.run(paced(tone_words_pcm(WORDS))))
+
+
+def test_a_switch_to_another_endpoint_goes_on_with_each_word_once(realtime_server,
+                                                                 tone_factory):
+    pcm = tone_words_pcm(WORDS)
+    other = RecordingFactory()
+    with ThreadedServer(other) as second:
+        session = CaptionSession(websocket_connector(realtime_server.url), options())
+        switch_at = len(pcm) // CHUNK // 2  # mid-sentence, mid-word
+
+        def switch(i):
+            if i == switch_at:
+                session.switch(websocket_connector(second.url), options())
+
+        run(session.run(paced(pcm, on_chunk=switch)))
+    assert words_of(session) == WORDS  # the seam replays, and shows no word twice
+    assert session.stats.reconnects == 0
+    assert len(tone_factory.made) == 1 and len(other.made) == 1
+    assert other.received.endswith(pcm[switch_at * CHUNK :])  # the rest went to the new one
+
+
+def test_a_switch_while_offline_sends_what_was_held_to_the_new_endpoint(realtime_server,
+                                                                      tone_factory):
+    pcm = tone_words_pcm(WORDS)
+    session = CaptionSession(websocket_connector("ws://127.0.0.1:9/v1/realtime"),
+                             options(backoff_initial=30.0, backoff_max=30.0))
+
+    def switch(i):
+        if i == len(pcm) // CHUNK - 1:  # the whole clip waited for a connection
+            session.switch(websocket_connector(realtime_server.url), options())
+
+    began = time.monotonic()
+    run(session.run(paced(pcm, on_chunk=switch)))
+    assert words_of(session) == WORDS
+    assert tone_factory.received == pcm
+    assert time.monotonic() - began < 15  # the switch ended the 30 s wait to retry

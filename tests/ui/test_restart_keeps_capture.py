@@ -2,14 +2,16 @@
 
 Real audio: tone words played into the PulseAudio null sink, captured from its
 monitor by the app's own capture, which here takes 1.5 s to open (a Bluetooth
-headset does). Changing a recognition setting restarts the caption session; the
-capture goes on into the new session instead of being closed and opened again.
-A gain change is applied to the running capture without any restart.
+headset does). Changing the endpoint or a recognition option moves the running
+caption session to the new endpoint, with the audio it holds; a change that needs a
+new session hands the running capture to it instead of closing and opening the
+device again. A gain change is applied to the running capture.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -66,8 +68,15 @@ def received(factory: RecordingFactory, request: int = 0) -> np.ndarray:
     return np.frombuffer(pcm, "<i2").astype(np.float32)
 
 
-def speak_and_change(qapp, store, pulse, tmp_path, change) -> tuple[list[str], RecordingFactory]:
-    """Play the words; a second into them, ``change`` the settings. What was captioned."""
+@dataclass
+class Heard:
+    words: list[str]  # the finalized captions
+    factory: RecordingFactory  # one transcriber per request the engine served
+    runs: int  # captioning runs (sessions) the words went through
+
+
+def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True) -> Heard:
+    """Play the words; a second or so into them, ``change`` the settings."""
     wav = words_wav(tmp_path)
     factory = RecordingFactory()
     SlowCapture.opened = []
@@ -76,48 +85,73 @@ def speak_and_change(qapp, store, pulse, tmp_path, change) -> tuple[list[str], R
         app = CaptionerApp(store, embedded=EmbeddedEngine(store.settings, lambda _r: factory),
                            source_factory=SlowCapture.from_settings, tray_available=False)
         app.start()
+        runs = {app.controller.task}
         try:
-            await wait_until(lambda: app.controller.current.state == "listening", 20,
-                             "listening")
+            await wait_until(lambda: SlowCapture.opened and (
+                app.controller.current.state == "listening" or not online), 20, "capturing")
             playing = asyncio.ensure_future(asyncio.to_thread(pulse.play, wav))
-            await wait_until(lambda: spoken_seconds(received(factory)) > 1.2, 20,
-                             "the first words to reach the engine")
+            if online:
+                await wait_until(lambda: spoken_seconds(received(factory)) > 1.2, 20,
+                                 "the first words to reach the engine")
+            else:  # the endpoint refuses: the session holds what it hears
+                await asyncio.sleep(1.5)
             new = store.copy()
             change(new)
             store.replace(new)
             await playing
+            runs.add(app.controller.task)
             await asyncio.sleep(0.5)  # the words' last chunks reach the capture
             app.controller.stop()  # the final commit flushes every word
             await app.controller.wait_stopped(30)
         finally:
             await app.shutdown()
-        return " ".join(line.text for line in app.controller.lines).split()
+        return Heard(" ".join(line.text for line in app.controller.lines).split(), factory,
+                     len(runs))
 
-    heard = run_async(qapp, scenario, timeout=120)
-    return heard, factory
+    return run_async(qapp, scenario, timeout=120)
 
 
-def test_a_new_session_goes_on_from_the_running_capture(qapp, store, pulse, tmp_path):
+def test_a_new_endpoint_goes_on_with_the_running_session(qapp, store, pulse, tmp_path):
     def change(new):
-        new.recognition.stall_seconds = 9.0  # any recognition change restarts the session
+        new.recognition.stall_seconds = 9.0  # recognition options: a switch, not a restart
 
-    heard, factory = speak_and_change(qapp, store, pulse, tmp_path, change)
-    assert heard == WORDS  # every word once, none lost in the switch
-    assert len(factory.made) == 2  # a second session (request) took over ...
-    assert len(SlowCapture.opened) == 1  # ... from the capture that was running
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change)
+    assert heard.words == WORDS  # every word once, none lost in the switch
+    assert heard.runs == 1 and len(SlowCapture.opened) == 1  # one session, one capture ...
+    assert len(heard.factory.made) == 2  # ... whose next request went to the new endpoint
+
+
+def test_what_an_unreachable_endpoint_held_goes_to_the_new_one(qapp, store, pulse, tmp_path):
+    store.settings.recognition.endpoint = "ws://127.0.0.1:9/v1/realtime"  # refused
+
+    def change(new):
+        new.recognition.endpoint = "embedded"
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change, online=False)
+    assert heard.words == WORDS  # the words said while it was unreachable too
+    assert heard.runs == 1 and len(SlowCapture.opened) == 1
+
+
+def test_a_restart_goes_on_from_the_running_capture_at_a_pause(qapp, store, pulse, tmp_path):
+    def change(new):
+        new.audio.mic_label = "Me"  # the speakers' names: a new session, the same capture
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change)
+    assert heard.words == WORDS  # every word once, none lost in the switch
+    assert heard.runs == 2 and len(SlowCapture.opened) == 1
     # It waited for the pause (asked for during the fourth word), so no word was cut.
-    assert tone_words(received(factory, 0)) == WORDS[:8]
-    assert tone_words(received(factory, 1)) == WORDS[8:]
+    assert tone_words(received(heard.factory, 0)) == WORDS[:8]
+    assert tone_words(received(heard.factory, 1)) == WORDS[8:]
 
 
 def test_a_gain_change_applies_to_the_running_capture(qapp, store, pulse, tmp_path):
     def change(new):
         new.audio.system_gain = 1.5
 
-    heard, factory = speak_and_change(qapp, store, pulse, tmp_path, change)
-    assert len(factory.made) == 1 and len(SlowCapture.opened) == 1  # no restart at all
-    assert heard == WORDS
-    pcm = received(factory)
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change)
+    assert heard.words == WORDS
+    assert heard.runs == 1 and len(heard.factory.made) == 1  # no restart at all
+    pcm = received(heard.factory)
     start = len(pcm) - round(spoken_seconds(pcm) * RATE)
     early = np.abs(pcm[start : start + RATE]).max()  # the first words, at gain 1
     late = np.abs(pcm[-3 * RATE :]).max()  # the last ones, at 1.5
