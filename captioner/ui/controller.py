@@ -250,7 +250,15 @@ class CaptionController(QObject):
         if started is None:
             return True
         return (_without_gains(started.audio) != _without_gains(now.audio)
-                or started.recognition != now.recognition or started.aws != now.aws)
+                or started.recognition != now.recognition
+                or (started.aws != now.aws and self._on_sagemaker()))
+
+    def _on_sagemaker(self) -> bool:
+        """Whether the captions use AWS (its settings change nothing on other endpoints)."""
+        try:
+            return parse_endpoint(self.endpoint).kind == "sagemaker"
+        except ValueError:
+            return False
 
     def apply_gains(self, audio: AudioSettings) -> None:
         if self._source is not None:

@@ -156,3 +156,12 @@ def test_a_gain_change_applies_to_the_running_capture(qapp, store, pulse, tmp_pa
     early = np.abs(pcm[start : start + RATE]).max()  # the first words, at gain 1
     late = np.abs(pcm[-3 * RATE :]).max()  # the last ones, at 1.5
     assert abs(late / early - 1.5) < 0.05
+
+
+def test_aws_settings_leave_on_device_captions_alone(qapp, store, pulse, tmp_path):
+    def change(new):
+        new.aws.region = "eu-west-1"  # the endpoint is on this computer: nothing to redo
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change)
+    assert heard.words == WORDS
+    assert heard.runs == 1 and len(heard.factory.made) == 1
