@@ -11,13 +11,15 @@ device again. A gain change is applied to the running capture.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
 
 from captioner.audio.capture import AudioCapture
+from captioner.audio.dual import DualCapture
 from captioner.captioning import EmbeddedEngine
+from captioner.settings import AudioSettings
 from captioner.ui.app import CaptionerApp
 from tests.support.speech import write_wav
 from tests.support.transcribers import (
@@ -75,15 +77,24 @@ class Heard:
     runs: int  # captioning runs (sessions) the words went through
 
 
-def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True) -> Heard:
-    """Play the words; a second or so into them, ``change`` the settings."""
+def slow_source(audio: AudioSettings) -> SlowCapture | DualCapture:
+    if not audio.two_streams:
+        return SlowCapture.from_settings(audio)
+    return DualCapture(*(SlowCapture.from_settings(replace(audio, source=role))
+                         for role in ("mic", "system")))
+
+
+def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True,
+                     speaker: str | None = None) -> Heard:
+    """Play the words; a second or so into them, ``change`` the settings. ``speaker``:
+    the words of that speaker's lines only (two-stream mode)."""
     wav = words_wav(tmp_path)
     factory = RecordingFactory()
     SlowCapture.opened = []
 
     async def scenario():
         app = CaptionerApp(store, embedded=EmbeddedEngine(store.settings, lambda _r: factory),
-                           source_factory=SlowCapture.from_settings, tray_available=False)
+                           source_factory=slow_source, tray_available=False)
         app.start()
         runs = {app.controller.task}
         try:
@@ -91,8 +102,9 @@ def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True) 
                 app.controller.current.state == "listening" or not online), 20, "capturing")
             playing = asyncio.ensure_future(asyncio.to_thread(pulse.play, wav))
             if online:
-                await wait_until(lambda: spoken_seconds(received(factory)) > 1.2, 20,
-                                 "the first words to reach the engine")
+                await wait_until(lambda: max(spoken_seconds(received(factory, i))
+                                             for i in range(len(factory.made) or 1)) > 1.2,
+                                 20, "the first words to reach the engine")
             else:  # the endpoint refuses: the session holds what it hears
                 await asyncio.sleep(1.5)
             new = store.copy()
@@ -105,8 +117,8 @@ def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True) 
             await app.controller.wait_stopped(30)
         finally:
             await app.shutdown()
-        return Heard(" ".join(line.text for line in app.controller.lines).split(), factory,
-                     len(runs))
+        lines = [line for line in app.controller.lines if line.speaker == speaker]
+        return Heard(" ".join(line.text for line in lines).split(), factory, len(runs))
 
     return run_async(qapp, scenario, timeout=120)
 
@@ -165,3 +177,19 @@ def test_aws_settings_leave_on_device_captions_alone(qapp, store, pulse, tmp_pat
     heard = speak_and_change(qapp, store, pulse, tmp_path, change)
     assert heard.words == WORDS
     assert heard.runs == 1 and len(heard.factory.made) == 1
+
+
+def test_both_sides_of_a_call_switch_endpoint_without_losing_words(qapp, store, pulse,
+                                                                  tmp_path):
+    audio = store.settings.audio
+    audio.source, audio.speakers, audio.echo_cancel = "both", True, False
+    audio.mic_device = pulse.microphone("captioner_quiet_mic")  # hears nothing
+    audio.system_device = pulse.monitor
+
+    def change(new):
+        new.recognition.stall_seconds = 9.0
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change, speaker="Others")
+    assert heard.words == WORDS  # the others' words (system audio), once each
+    assert heard.runs == 1 and len(SlowCapture.opened) == 2  # its two devices, opened once
+    assert len(heard.factory.made) == 4  # each side's next request on the new endpoint
