@@ -1,19 +1,19 @@
 """A capture kept open from one captioning run to the next, so a restart loses no word.
 
-Changing the endpoint, the speech model or the captions' timing restarts the
-caption session, not the audio: closing the device and opening it again left a gap
-of up to a second or two (a Bluetooth headset takes that long to open), and
-whatever was said in it was never captioned. A :class:`KeptSource` lends its
-chunk streams to one run at a time; :meth:`KeptSource.hand_over` ends the current
-run's streams at a chunk boundary, and the next run takes the very next chunk.
-The device keeps capturing meanwhile and holds what it hears (about ten seconds)
-until the next run reads it.
+A new endpoint or speech model only switches the running session (see
+``CaptionSession.switch``); a change that needs a new session (the speakers' names
+of a two-stream call) restarts it, but not the audio: closing the device and opening
+it again left a gap of up to a second or two (a Bluetooth headset takes that long to
+open), and whatever was said in it was never captioned. A :class:`KeptSource` lends
+its chunk streams to one run at a time; :meth:`KeptSource.hand_over` ends the
+current run's streams at a chunk boundary, and the next run takes the very next
+chunk. The device keeps capturing meanwhile and holds what it hears (about ten
+seconds) until the next run reads it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -64,10 +64,9 @@ class Relay:
 
     async def aclose(self) -> None:
         pull, self._pull = self._pull, None
-        if pull is not None and not pull.done():
+        if pull is not None:
             pull.cancel()
-            with contextlib.suppress(BaseException):
-                await pull
+            await asyncio.gather(pull, return_exceptions=True)  # its outcome is retrieved
 
 
 class KeptSource:
