@@ -253,6 +253,7 @@ class CaptionSession:
                 transport = await self.connector()
             except TransportError as exc:
                 if self._stop.is_set():
+                    self._unsent_gap()
                     self._set_status(SessionState.STOPPED, f"stopped while offline: {exc}")
                     return
                 if self._switched.is_set():  # the old endpoint's refusal no longer matters
@@ -292,6 +293,13 @@ class CaptionSession:
             self.stats.reconnects += 1
             self._note_restart(outcome)
             self._set_status(SessionState.RECONNECTING, outcome.reason)
+
+    def _unsent_gap(self) -> None:
+        """Stopped with audio no endpoint ever heard: show the hole, if it held sound."""
+        start, end = seconds(self._sent), self.audio.end_seconds
+        if self.audio.last_sound(start, end, self._levels.pause) is not None:
+            self.stats.gap_seconds += end - start
+            self._emit(self.captions.gap(start, end))
 
     async def _backoff(self, attempt: int, reason: str, ever_connected: bool) -> None:
         delay = policy.backoff_delay(attempt, initial=self.options.backoff_initial,

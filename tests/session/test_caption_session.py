@@ -262,3 +262,23 @@ def test_a_switch_while_offline_sends_what_was_held_to_the_new_endpoint(realtime
     assert words_of(session) == WORDS
     assert tone_factory.received == pcm
     assert time.monotonic() - began < 15  # the switch ended the 30 s wait to retry
+
+
+@pytest.mark.parametrize("speech", [True, False], ids=["speech", "silence"])
+def test_a_stop_while_offline_shows_what_was_never_transcribed(speech):
+    pcm = tone_words_pcm(WORDS) if speech else bytes(len(tone_words_pcm(WORDS)))
+    session = CaptionSession(websocket_connector("ws://127.0.0.1:9/v1/realtime"),
+                             options(backoff_initial=30.0, backoff_max=30.0))
+
+    def stop(i):
+        if i == len(pcm) // CHUNK - 1:
+            session.stop()
+
+    run(session.run(paced(pcm, on_chunk=stop)))
+    gaps = [line for line in session.captions.lines if line.kind is LineKind.GAP]
+    if speech:  # the hole is shown, not hidden
+        held = session.stats.audio_seconds  # all of it: no connection ever came
+        assert [line.text for line in gaps] == [f"[{held:.0f} s of audio not transcribed]"]
+        assert session.stats.gap_seconds == held
+    else:  # silence lost is nothing to show
+        assert gaps == [] and session.stats.gap_seconds == 0.0
