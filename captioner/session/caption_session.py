@@ -172,6 +172,7 @@ class CaptionSession:
         self._seam: Seam | None = None
         self._seam_until = 0.0
         self._quiet_since: float | None = None  # start of the pause the sent audio is in
+        self._unheard_sound: float | None = None  # first sound sent since a word came back
         self._levels = policy.Levels()
         self._request_done = asyncio.Event()
         self._outcome: asyncio.Future[Outcome] | None = None
@@ -231,12 +232,21 @@ class CaptionSession:
             async for chunk in audio:
                 if self._stop.is_set():
                     break
-                self.audio.append(chunk)
-                self.stats.audio_seconds = self.audio.end_seconds
+                self._append(chunk)
                 self._audio_changed.set()
         finally:
             self._audio_ended = True
             self._audio_changed.set()
+
+    def _append(self, chunk: bytes) -> None:
+        begin = self.audio.end_seconds
+        self.audio.append(chunk)
+        end = self.stats.audio_seconds = self.audio.end_seconds
+        heard = self.timeline.last_arrival
+        if (self.audio.last_sound(begin, end, self._levels.pause) is not None
+                and (self._unheard_sound is None
+                     or (heard is not None and self._unheard_sound < heard))):
+            self._unheard_sound = begin  # the first sound since the last word came back
 
     # --- connections --------------------------------------------------------
 
@@ -325,7 +335,8 @@ class CaptionSession:
 
     def _resume_plan(self) -> policy.ResumePlan:
         sent = seconds(self._sent)
-        plan = policy.resume_plan(self.audio, self.timeline, sent=sent, levels=self._levels)
+        plan = policy.resume_plan(self.audio, self.timeline, sent=sent, levels=self._levels,
+                                  sound_since=self._unheard_sound)
         log.info("= resume at %.2f s (sent %.2f s); %d to %d shown words repeat, likely %d",
                  plan.position, sent, plan.repeated.low, len(plan.repeated.words),
                  plan.repeated.estimate)

@@ -175,17 +175,21 @@ class ResumePlan:
 
 
 def resume_plan(audio: AudioLog, timeline: WordTimeline, *, sent: float, levels: Levels,
-                floor: float = 0.0) -> ResumePlan:
+                floor: float = 0.0, sound_since: float | None = 0.0) -> ResumePlan:
     """Where a replacement request starts: at a pause safely before the audio of the
     last word that came back, so the words after it — lost in flight or in a stall — are
     said again, and we know in seconds which shown words it may repeat. ``floor``: start
-    no earlier (a forced rotation must move forward)."""
+    no earlier (a forced rotation must move forward). ``sound_since``: where the first
+    sound captured after the last word came back began (None: only silence since), so
+    silence older than the buffer is not reported lost."""
     last = timeline.last_arrival
     lookback = max(timeline.latency, RESUME_LOOKBACK_SECONDS) + RESUME_MARGIN_SECONDS
     target = floor if last is None else max(floor, min(sent, last - lookback))
     lost = None
     if target < audio.start_seconds:
-        lost = (target, audio.start_seconds)
+        if sound_since is not None and sound_since < audio.start_seconds:
+            # the sound's words would have come back a latency after it
+            lost = (max(target, sound_since - timeline.latency), audio.start_seconds)
         target = audio.start_seconds
     search_from = max(audio.start_seconds, floor, target - RESUME_SEARCH_SECONDS)
     runs = audio.quiet_runs(search_from, target, levels.pause, RESUME_MIN_PAUSE_SECONDS)

@@ -282,3 +282,22 @@ def test_a_stop_while_offline_shows_what_was_never_transcribed(speech):
         assert session.stats.gap_seconds == held
     else:  # silence lost is nothing to show
         assert gaps == [] and session.stats.gap_seconds == 0.0
+
+
+def test_a_reconnect_after_a_long_silence_shows_no_false_gap(realtime_server):
+    """Only silence was sent since the last word, longer ago than the outage buffer
+    holds: nothing was lost, so no "[N s of audio not transcribed]" line."""
+    first, second = tone_words_pcm(WORDS[:4]), tone_words_pcm(WORDS[4:])
+    pcm = first + bytes(32000 * 6) + second  # 6 s of silence between
+    at_drop = (len(first) + 32000 * 6) // CHUNK  # the connection drops after the silence
+
+    def drop(i):
+        if i == at_drop:
+            realtime_server.drop_connections()
+
+    session = CaptionSession(websocket_connector(realtime_server.url),
+                             options(outage_buffer_seconds=2.0))
+    run(session.run(paced(pcm, on_chunk=drop)))
+    assert session.stats.reconnects == 1
+    assert [line.text for line in session.captions.lines if line.kind is LineKind.GAP] == []
+    assert words_of(session) == WORDS
