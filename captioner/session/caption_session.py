@@ -242,11 +242,15 @@ class CaptionSession:
         begin = self.audio.end_seconds
         self.audio.append(chunk)
         end = self.stats.audio_seconds = self.audio.end_seconds
-        heard = self.timeline.last_arrival
-        if (self.audio.last_sound(begin, end, self._levels.pause) is not None
-                and (self._unheard_sound is None
-                     or (heard is not None and self._unheard_sound < heard))):
-            self._unheard_sound = begin  # the first sound since the last word came back
+        if (self._unheard_since() is None
+                and self.audio.last_sound(begin, end, self._levels.pause) is not None):
+            self._unheard_sound = begin
+
+    def _unheard_since(self) -> float | None:
+        """Where the first sound captured after the last word came back began; None when
+        a word came back after every sound captured (only silence since)."""
+        since, heard = self._unheard_sound, self.timeline.last_arrival
+        return None if since is None or (heard is not None and since < heard) else since
 
     # --- connections --------------------------------------------------------
 
@@ -305,9 +309,13 @@ class CaptionSession:
             self._set_status(SessionState.RECONNECTING, outcome.reason)
 
     def _unsent_gap(self) -> None:
-        """Stopped with audio no endpoint ever heard: show the hole, if it held sound."""
+        """Stopped with audio no endpoint ever heard: show the hole, if it held sound
+        (known also for sound the outage buffer no longer keeps)."""
         start, end = seconds(self._sent), self.audio.end_seconds
-        if self.audio.last_sound(start, end, self._levels.pause) is not None:
+        since = self._unheard_since()
+        if since is not None and (
+                since >= start
+                or self.audio.last_sound(start, end, self._levels.pause) is not None):
             self.stats.gap_seconds += end - start
             self._emit(self.captions.gap(start, end))
 
@@ -336,7 +344,7 @@ class CaptionSession:
     def _resume_plan(self) -> policy.ResumePlan:
         sent = seconds(self._sent)
         plan = policy.resume_plan(self.audio, self.timeline, sent=sent, levels=self._levels,
-                                  sound_since=self._unheard_sound)
+                                  sound_since=self._unheard_since())
         log.info("= resume at %.2f s (sent %.2f s); %d to %d shown words repeat, likely %d",
                  plan.position, sent, plan.repeated.low, len(plan.repeated.words),
                  plan.repeated.estimate)

@@ -284,12 +284,13 @@ def test_a_stop_while_offline_shows_what_was_never_transcribed(speech):
         assert gaps == [] and session.stats.gap_seconds == 0.0
 
 
-def test_a_reconnect_after_a_long_silence_shows_no_false_gap(realtime_server):
+@pytest.mark.parametrize("drop_after", [5, 6], ids=["in-the-silence", "as-speech-resumes"])
+def test_a_reconnect_after_a_long_silence_shows_no_false_gap(realtime_server, drop_after):
     """Only silence was sent since the last word, longer ago than the outage buffer
     holds: nothing was lost, so no "[N s of audio not transcribed]" line."""
     first, second = tone_words_pcm(WORDS[:4]), tone_words_pcm(WORDS[4:])
     pcm = first + bytes(32000 * 6) + second  # 6 s of silence between
-    at_drop = (len(first) + 32000 * 6) // CHUNK  # the connection drops after the silence
+    at_drop = (len(first) + 32000 * drop_after) // CHUNK  # the connection drops
 
     def drop(i):
         if i == at_drop:
