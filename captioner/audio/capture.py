@@ -360,6 +360,16 @@ class AudioCapture:
         for src in self._sources:
             src.gain = float(mic if src.role == "mic" else system)
 
+    def discard_held(self) -> float:
+        """Drop the chunks waiting to be read; the seconds dropped.
+
+        A capture opened beside a running one (a device change) holds what it heard
+        before the old one stopped, which the old one captioned already.
+        """
+        held = sum(len(chunk) for chunk in self._out) / 2 / TARGET_RATE
+        self._out.clear()
+        return held
+
     # --- life cycle -------------------------------------------------------
 
     async def start(self) -> None:

@@ -140,6 +140,10 @@ class DualCapture:
         self.mic.set_gains(mic, system)
         self.system.set_gains(mic, system)
 
+    def discard_held(self) -> float:
+        """Both sides start over from now (see :meth:`AudioCapture.discard_held`)."""
+        return max(self.mic.discard_held(), self.system.discard_held())
+
     async def start(self) -> None:
         await self.mic.start()
         try:

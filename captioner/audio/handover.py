@@ -8,7 +8,9 @@ open), and whatever was said in it was never captioned. A :class:`KeptSource` le
 its chunk streams to one run at a time; :meth:`KeptSource.hand_over` ends the
 current run's streams at a chunk boundary, and the next run takes the very next
 chunk. The device keeps capturing meanwhile and holds what it hears (about ten
-seconds) until the next run reads it.
+seconds) until the next run reads it. A new device is opened beside the running
+one in the same wrapper, and :meth:`KeptSource.discard_held` drops what it heard
+before the old run stopped.
 """
 
 from __future__ import annotations
@@ -117,6 +119,11 @@ class KeptSource:
         set_gains = getattr(self.inner, "set_gains", None)
         if set_gains is not None:
             set_gains(mic, system)
+
+    def discard_held(self) -> float:
+        """Drop what the device heard and no run read yet; the seconds dropped."""
+        discard = getattr(self.inner, "discard_held", None)
+        return discard() if discard is not None else 0.0
 
     async def stop(self) -> None:
         """A run ended: stop the device, unless it was handed over to the next run."""

@@ -126,6 +126,7 @@ class CaptionController(QObject):
         self._captioner: Captioner | TwoStreamCaptioner | None = None
         self._source: KeptSource | None = None
         self._kept: KeptSource | None = None  # a running capture handed to the next run
+        self._restarting = asyncio.Lock()
         self._run_settings: Settings | None = None  # what the current run started with
         self._journal: Journal | None = None
         self._journal_failed = False
@@ -190,25 +191,69 @@ class CaptionController(QObject):
         on to the new one). Else the session is stopped and a new one started;
         unless the capture's own settings changed, the capture runs on from one
         session to the next, so what is said meanwhile is captioned by the new one.
+        A new device is opened before the old one closes (opening can take a second
+        or two), and the new session goes on from where the old one stopped.
+        Restarts run one at a time, each with the settings saved by then.
         """
+        async with self._restarting:
+            await self._restart()
+
+    async def _restart(self) -> None:
         if self._switch():
             return
         was_running = self.running or self.current.failed
-        source, started = self._source, self._run_settings
-        keep = (self.running and source is not None and source.started
-                and started is not None
-                and started.audio.capture_key() == self.store.settings.audio.capture_key())
-        if keep:
-            await self._pause_in_speech()
-            keep = self.running
-        if keep:
-            source.hand_over()  # type: ignore[union-attr]
-        self.stop()
-        await self.wait_stopped()
-        if keep:
-            self._kept = source
+        source, started, now = self._source, self._run_settings, self.store.settings
+        successor: KeptSource | None = None  # the capture the next run goes on with
+        opened = False  # ... which this restart opened (a device change)
+        if self.running and source is not None and source.started and started is not None:
+            if started.audio.capture_key() == now.audio.capture_key():
+                successor = source
+            else:
+                successor = await self._open_beside(now.audio)
+                opened = successor is not None
+        try:
+            if successor is not None:
+                await self._pause_in_speech()
+                if not self.running:  # the run ended meanwhile: a new one opens its own
+                    if opened:
+                        await successor.close()
+                    successor, opened = None, False
+            if successor is not None and successor is source:
+                successor.hand_over()
+            self.stop()
+            if opened and successor is not None:
+                dropped = successor.discard_held()  # the old capture heard that
+                log.info("= the new capture goes on from where the old one stopped "
+                         "(%.2f s it heard meanwhile left out)", dropped)
+            await self.wait_stopped()
+        except BaseException:
+            if opened and successor is not None:
+                await successor.close()
+            raise
+        self._kept = successor
         if was_running:
             self.start()
+
+    async def _open_beside(self, audio: AudioSettings) -> KeptSource | None:
+        """The capture ``audio`` asks for, opened while the running one still captions;
+        None if it cannot open now (the next run opens it, or says why not)."""
+        try:
+            source = KeptSource(self._source_factory(audio))
+        except Exception as exc:
+            log.info("= the new capture is opened after the old one closes: %s", exc)
+            return None
+        try:
+            await source.start()
+        except asyncio.CancelledError:
+            await source.close()
+            raise
+        except Exception as exc:  # e.g. a device that cannot be opened twice
+            log.info("= the new capture could not open beside the old one (%s); "
+                     "it is opened after the old one closes", exc)
+            with contextlib.suppress(Exception):
+                await source.close()
+            return None
+        return source
 
     def _switch(self) -> bool:
         """Move the running session to the endpoint and options the settings now ask

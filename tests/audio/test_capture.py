@@ -81,6 +81,25 @@ def test_mic_chunks_fixed_size_and_level_meter():
     run(main())
 
 
+def test_discard_held_drops_the_chunks_no_one_read():
+    """A capture opened beside a running one drops what the old one already heard."""
+    async def main():
+        opener = Opener()
+        cap = AudioCapture("mic", mic=MIC, chunk_bytes=2048, opener=opener)
+        await cap.start()
+        stream = opener.streams["mic"]
+        for _ in range(5):
+            stream.on_block(np.full((1000, 1), 0.25, np.float32), False)
+        await asyncio.sleep(0.05)  # the loop side turns the blocks into chunks
+        assert cap.discard_held() == pytest.approx(4 * 1024 / 16_000)
+        stream.on_block(np.full((2048, 1), -0.5, np.float32), False)
+        await cap.stop()
+        after = pcm([c async for c in cap.chunks()])
+        assert len(after) == 5000 - 4 * 1024 + 2048  # the unfinished chunk stays
+        assert np.count_nonzero(after < 0) == 2048
+    run(main())
+
+
 def test_blocks_from_another_thread_arrive_in_order():
     async def main():
         opener = Opener()

@@ -16,8 +16,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from captioner.audio.capture import AudioCapture
+from captioner.audio.capture import AudioCapture, State
 from captioner.audio.dual import DualCapture
+from captioner.audio.errors import CaptureError
 from captioner.captioning import EmbeddedEngine
 from captioner.settings import AudioSettings
 from captioner.ui.app import CaptionerApp
@@ -85,16 +86,17 @@ def slow_source(audio: AudioSettings) -> SlowCapture | DualCapture:
 
 
 def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True,
-                     speaker: str | None = None) -> Heard:
+                     speaker: str | None = None, anyone: bool = False,
+                     source=None) -> Heard:
     """Play the words; a second or so into them, ``change`` the settings. ``speaker``:
-    the words of that speaker's lines only (two-stream mode)."""
+    the words of that speaker's lines only (two-stream mode); ``anyone``: of all lines."""
     wav = words_wav(tmp_path)
     factory = RecordingFactory()
     SlowCapture.opened = []
 
     async def scenario():
         app = CaptionerApp(store, embedded=EmbeddedEngine(store.settings, lambda _r: factory),
-                           source_factory=slow_source, tray_available=False)
+                           source_factory=source or slow_source, tray_available=False)
         app.start()
         runs = {app.controller.task}
         try:
@@ -117,7 +119,7 @@ def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True,
             await app.controller.wait_stopped(30)
         finally:
             await app.shutdown()
-        lines = [line for line in app.controller.lines if line.speaker == speaker]
+        lines = [line for line in app.controller.lines if anyone or line.speaker == speaker]
         return Heard(" ".join(line.text for line in lines).split(), factory, len(runs))
 
     return run_async(qapp, scenario, timeout=120)
@@ -193,3 +195,48 @@ def test_both_sides_of_a_call_switch_endpoint_without_losing_words(qapp, store, 
     assert heard.words == WORDS  # the others' words (system audio), once each
     assert heard.runs == 1 and len(SlowCapture.opened) == 2  # its two devices, opened once
     assert len(heard.factory.made) == 4  # each side's next request on the new endpoint
+
+
+def test_a_new_device_opens_before_the_old_one_closes(qapp, store, pulse, tmp_path):
+    def change(new):
+        new.audio.system_device = pulse.monitor  # named: the same sound, another device
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change)
+    assert heard.words == WORDS  # none lost while it opened, none heard by both
+    assert heard.runs == 2 and len(SlowCapture.opened) == 2
+    # The new session went on at the pause, where the old one stopped.
+    assert tone_words(received(heard.factory, 0)) == WORDS[:8]
+    assert tone_words(received(heard.factory, 1)) == WORDS[8:]
+
+
+def test_turning_on_both_sides_of_a_call_loses_no_word(qapp, store, pulse, tmp_path):
+    audio = store.settings.audio
+    audio.mic_device = pulse.microphone("captioner_quiet_mic")  # hears nothing
+    audio.system_device = pulse.monitor
+
+    def change(new):
+        new.audio.source, new.audio.speakers, new.audio.echo_cancel = "both", True, False
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change, anyone=True)
+    assert heard.words == WORDS  # system audio's words, then the others' lines: once each
+    assert heard.runs == 2 and len(SlowCapture.opened) == 3  # one device, then both
+
+
+class OneAtATimeCapture(SlowCapture):
+    """A device that cannot be opened while another capture is open."""
+
+    async def start(self) -> None:
+        if any(other.state is State.RUNNING for other in SlowCapture.opened):
+            raise CaptureError("device busy")
+        await super().start()
+
+
+def test_a_device_that_cannot_open_twice_opens_after_the_old_one(qapp, store, pulse,
+                                                                 tmp_path):
+    def change(new):
+        new.audio.system_device = pulse.monitor
+
+    heard = speak_and_change(qapp, store, pulse, tmp_path, change,
+                             source=OneAtATimeCapture.from_settings)
+    assert heard.runs == 2 and len(SlowCapture.opened) == 2  # the captions went on
+    assert heard.words[:3] == WORDS[:3] and heard.words[-3:] == WORDS[-3:]
