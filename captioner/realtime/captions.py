@@ -11,6 +11,13 @@ line but never becomes part of a line by itself — only a delta that confirms i
 does. When a delta arrives, the unconfirmed words it confirms are taken off the
 front of the unconfirmed text; if it says something else, the unconfirmed text
 is dropped until the server sends the next one.
+
+A word's time is when it was first shown: a confirmed word that was shown as
+unconfirmed text before is placed when it was shown there, not when it was
+confirmed. An engine that confirms a whole utterance at its end (the on-device
+one) would otherwise give each line the time its utterance ended, up to ten
+seconds late, with no duration: subtitles at the wrong time, and two speakers'
+lines out of order.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*\s")
+_WORD = re.compile(r"\S+")
 _PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 
 
@@ -80,8 +88,10 @@ class CaptionModel:
     _live_start: float = 0.0
     _live_end: float = 0.0
     _need_space: bool = False
-    _marks: list[tuple[int, float]] = field(default_factory=list)  # (end offset, arrival time)
+    _marks: list[tuple[int, float]] = field(default_factory=list)  # (word end offset, time)
     unconfirmed: str = ""  # the server's live hypothesis after the confirmed text
+    _shown_at: list[float] = field(default_factory=list)  # when each unconfirmed word was
+    _placed: float = 0.0  # the latest word time given (times never go back)
 
     @property
     def live(self) -> CaptionLine | None:
@@ -95,25 +105,48 @@ class CaptionModel:
         """Append a delta that arrived when ``audio_time`` seconds of audio had been sent."""
         if not delta:
             return self._update()
-        self.unconfirmed = _confirm(self.unconfirmed, delta)
+        times = self._word_times(delta, audio_time)
+        rest = _confirm(self.unconfirmed, delta)
+        self._set_pending(rest, self._shown_at[len(self._shown_at) - len(rest.split()):])
         if self._need_space and not delta[0].isspace() and self._live.strip():
             delta = " " + delta
         self._need_space = False
         if not self._live.strip():
-            self._live_start = audio_time
+            self._live_start = times[0] if times else audio_time
             delta = delta.lstrip()
+        offset = len(self._live)
         self._live += delta
         self._live_end = audio_time
-        self._marks.append((len(self._live), audio_time))
+        self._marks += [(offset + word.end(), when)
+                        for word, when in zip(_WORD.finditer(delta), times, strict=False)]
         finalized = []
         while (cut := self._cut_point()) is not None:
             finalized.append(self._finalize(cut))
         return self._update(tuple(finalized))
 
-    def set_unconfirmed(self, text: str) -> CaptionUpdate:
-        """The server's current unconfirmed text (replaces the previous; "" clears it)."""
-        self.unconfirmed = " ".join(text.split())
+    def set_unconfirmed(self, text: str, audio_time: float | None = None) -> CaptionUpdate:
+        """The server's current unconfirmed text (replaces the previous; "" clears it),
+        shown when ``audio_time`` seconds of audio had been sent. A word in the place of
+        one shown before keeps that one's time (a revision of the same sound)."""
+        words = text.split()
+        now = self._live_end if audio_time is None else audio_time
+        times = [min(self._shown_at[i], now) if i < len(self._shown_at) else now
+                 for i in range(len(words))]
+        self._set_pending(" ".join(words), times)
         return self._update()
+
+    def _word_times(self, delta: str, audio_time: float) -> list[float]:
+        """A time for each word of ``delta``: when the word in its place was first shown
+        as unconfirmed text, else now; never before a word placed earlier."""
+        times = []
+        for i in range(len(delta.split())):
+            when = min(self._shown_at[i], audio_time) if i < len(self._shown_at) else audio_time
+            self._placed = max(self._placed, when)
+            times.append(self._placed)
+        return times
+
+    def _set_pending(self, text: str, shown_at: list[float]) -> None:
+        self.unconfirmed, self._shown_at = text, shown_at if text else []
 
     def _update(self, finalized: tuple[CaptionLine, ...] = ()) -> CaptionUpdate:
         return CaptionUpdate(finalized, self.live, self.unconfirmed, self.speaker)
@@ -133,7 +166,7 @@ class CaptionModel:
     def flush(self) -> CaptionUpdate:
         """End of a request or session: the live line becomes final; unconfirmed text,
         which nothing confirmed, goes."""
-        self.unconfirmed = ""
+        self._set_pending("", [])
         if self._live.strip():
             return CaptionUpdate((self._finalize(len(self._live)),), None)
         return CaptionUpdate()
@@ -142,7 +175,7 @@ class CaptionModel:
         """Text of the next request continues the line; make sure words don't glue.
         The old request's unconfirmed text is void (the new one says it again or not)."""
         self._need_space = True
-        self.unconfirmed = ""
+        self._set_pending("", [])
 
     def gap(self, start: float, end: float) -> CaptionUpdate:
         """Mark audio that was lost, so the transcript shows the hole instead of hiding it."""

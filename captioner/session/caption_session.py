@@ -582,7 +582,7 @@ class CaptionSession:
             self.stall.text()
         if self._seam is not None and not self._seam.done:
             return
-        self._emit(self.captions.set_unconfirmed(text))
+        self._emit(self.captions.set_unconfirmed(text, seconds(self._sent)))
 
     def _show(self, text: str) -> None:
         """Show ``text`` and place its words in the audio (latency is learned only

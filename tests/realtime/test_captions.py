@@ -146,3 +146,31 @@ def test_a_new_request_voids_the_old_requests_unconfirmed_text():
     model.new_request()
     update = model.add_text(" world", 2.0)  # the replay said it again: shown once
     assert update.live.text == "Hello world" and update.unconfirmed == ""
+
+
+def test_confirmed_words_keep_the_time_they_were_first_shown():
+    """An engine that confirms a whole utterance at its end (the on-device one): each
+    word is placed when it was first shown as live text, not when it was confirmed."""
+    model = CaptionModel()
+    model.set_unconfirmed("From fairest", 1.0)
+    model.set_unconfirmed("From fairest creatures", 2.0)
+    model.set_unconfirmed("From fairest creature's we", 3.0)  # revised in place
+    model.set_unconfirmed("From fairest creatures we desire increase", 4.0)
+    model.add_text("From fairest creatures we desire increase.", 6.0)
+    model.set_unconfirmed("That thereby", 7.0)
+    (line,) = model.add_text(" That thereby beauty's rose", 9.0).finalized
+    assert (line.start, line.end) == (1.0, 4.0)
+    assert (model.live.start, model.live.end) == (7.0, 9.0)  # "rose": only confirmed at 9
+    model.set_unconfirmed("might", 9.5)
+    (line,) = model.flush().finalized
+    assert (line.start, line.end) == (7.0, 9.0) and model.unconfirmed == ""
+
+
+def test_word_times_never_go_back():
+    model = CaptionModel()
+    model.set_unconfirmed("one two three", 5.0)
+    model.add_text("one", 6.0)  # "two three" stay shown since 5.0 ...
+    model.new_request()  # ... until a new request voids them
+    model.set_unconfirmed("two three", 8.0)
+    model.add_text(" two three.", 9.0)
+    assert [(m.start, m.end) for m in model.flush().finalized] == [(5.0, 8.0)]

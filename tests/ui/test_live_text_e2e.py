@@ -6,6 +6,7 @@ Real speech (J. F. Kennedy, the speech set) is fed at real-time pace. Each paint
 the caption view is recorded: the words it shows and which of them are unconfirmed
 (italic). A word of the final transcript counts as "live first" when a paint showed
 it unconfirmed, at its place in the text, before any paint showed it confirmed.
+The finalized lines carry the times their words were first shown.
 """
 
 from __future__ import annotations
@@ -45,11 +46,11 @@ def test_live_words_reach_the_overlay_before_their_commit(qapp, store):
         app.start()
         await wait_until(lambda: app.controller.running, 30, "captions to start")
         await wait_until(lambda: not app.controller.running, RUN_TIMEOUT, "the clip to end")
-        text = " ".join(line.text for line in app.controller.lines)
         await app.shutdown()
-        return text
+        return app.controller.lines
 
-    text = run_async(qapp, scenario, timeout=RUN_TIMEOUT + 60)
+    lines = run_async(qapp, scenario, timeout=RUN_TIMEOUT + 60)
+    text = " ".join(line.text for line in lines)
     assert word_errors(speech.reference, text).rate <= 0.3, text
     final = [word_key(w) for w in text.split()]
     live_first = 0
@@ -62,3 +63,8 @@ def test_live_words_reach_the_overlay_before_their_commit(qapp, store):
     # no earlier decode heard); without live text none would be.
     assert live_first >= len(final) // 2, (live_first, len(final))
     assert paints[-1][2] == len(paints[-1][1])  # at the end nothing is left unconfirmed
+    # A line's words are placed when they were first shown, not when the utterance's end
+    # confirmed them all at once: the last sentence (2.5 s of speech) spans its time.
+    times = [t for line in lines for t in (line.start, line.end)]
+    assert times == sorted(times), lines
+    assert lines[-1].end - lines[-1].start >= 0.8, lines
