@@ -155,10 +155,13 @@ class CaptionModel:
         """Audio advanced with no new text: a long enough pause ends the live line.
 
         ``quiet_seconds`` (how long the audio itself has been quiet) keeps a bursty
-        engine's gap between text updates from being taken for a pause in speech.
+        engine's gap between text updates from being taken for a pause in speech, and
+        unconfirmed words keep the line open: they were said before the pause.
         """
         if quiet_seconds is not None and quiet_seconds < self.pause_seconds:
             return self._update()
+        if self.unconfirmed:  # words said before the pause are still to be confirmed: the
+            return self._update()  # line ends after them ("…might never | die." otherwise)
         if self._live.strip() and audio_time - self._live_end >= self.pause_seconds:
             return self._update((self._finalize(len(self._live)),))
         return self._update()

@@ -174,3 +174,15 @@ def test_word_times_never_go_back():
     model.set_unconfirmed("two three", 8.0)
     model.add_text(" two three.", 9.0)
     assert [(m.start, m.end) for m in model.flush().finalized] == [(5.0, 8.0)]
+
+
+def test_a_pause_does_not_end_the_line_before_words_still_to_be_confirmed():
+    """The on-device engine confirmed "…might never" (a long utterance cut in two) and
+    shows "die." as live text when the reader pauses: the line ends after "die."."""
+    model = CaptionModel(pause_seconds=1.0)
+    model.add_text("That thereby beauty's rose might never", 10.0)
+    model.set_unconfirmed("die.", 10.5)
+    assert model.tick(13.0, quiet_seconds=2.0).finalized == ()
+    done = model.add_text(" die. But as the riper", 14.0).finalized
+    assert [line.text for line in done] == ["That thereby beauty's rose might never die."]
+    assert model.tick(16.0, quiet_seconds=2.0).finalized[0].text == "But as the riper"
