@@ -262,14 +262,20 @@ def read_journal(path: Path | str) -> JournalContents:
     return contents
 
 
+def journal_started(path: Path) -> datetime | None:
+    """When a journal's session started, from its file name (None if it has no stamp)."""
+    try:
+        return datetime.strptime(path.stem.removeprefix(PREFIX)[:15], "%Y%m%d-%H%M%S")
+    except ValueError:
+        return None
+
+
 def journal_title(path: Path) -> str:
     """A session's name for people and screen readers: when it started
     ("Sat 5 Dec 2026, 19:25:11"), not the file's stamp read digit by digit."""
-    stamp = path.stem.removeprefix(PREFIX)
-    try:
-        started = datetime.strptime(stamp[:15], "%Y%m%d-%H%M%S")
-    except ValueError:
-        return stamp
+    started = journal_started(path)
+    if started is None:
+        return path.stem.removeprefix(PREFIX)
     return f"{started:%a} {started.day} {started:%b %Y, %H:%M:%S}"
 
 

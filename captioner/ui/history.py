@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -33,6 +34,7 @@ from captioner.transcript.exports import ExportError, clock, export
 from captioner.transcript.journal import (
     JournalContents,
     journal_files,
+    journal_started,
     journal_title,
     read_journal,
 )
@@ -69,6 +71,7 @@ class HistoryWindow(QWidget):
         self.resize(820, 520)
         self.folder = folder
         self.current_journal: Path | None = None
+        self.last_export_folder: Path | None = None
         self.sessions: dict[str, HistorySession] = {
             CURRENT: HistorySession(CURRENT, "This session")}
         self._selected = CURRENT
@@ -253,10 +256,26 @@ class HistoryWindow(QWidget):
         dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
         dialog.setDefaultSuffix(fmt)
         dialog.setNameFilter(f"{fmt.upper()} files (*.{fmt})")
-        dialog.selectFile(f"transcript.{fmt}")
+        dialog.setDirectory(str(self.export_folder()))
+        dialog.selectFile(self.export_name(fmt))
         dialog.fileSelected.connect(lambda path: self.export_to(Path(path), fmt))
         dialog.open()
         return dialog
+
+    def export_folder(self) -> Path:
+        """Where the save dialog opens: the last export's folder, else the transcripts'
+        (not the folder the app happened to start in)."""
+        for folder in (self.last_export_folder, self.folder):
+            if folder is not None and folder.is_dir():
+                return folder
+        return Path.home()
+
+    def export_name(self, fmt: str) -> str:
+        """A file name that says which session it is: when it started."""
+        session = self.session
+        path = session.path or (self.current_journal if session.key == CURRENT else None)
+        started = (journal_started(path) if path is not None else None) or datetime.now()
+        return f"Captions {started:%Y-%m-%d %H.%M}.{fmt}"
 
     def export_to(self, path: Path, fmt: str) -> bool:
         """Export the whole selected session (not only the search hits)."""
@@ -265,6 +284,7 @@ class HistoryWindow(QWidget):
         except ExportError as exc:
             self.message.emit(str(exc))
             return False
+        self.last_export_folder = path.parent
         self.message.emit(f"Saved {path}.")
         self.exported.emit(str(path))
         return True

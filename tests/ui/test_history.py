@@ -49,6 +49,30 @@ def test_export_writes_the_whole_session_not_only_search_hits(qtbot, tmp_path):
     assert "Could not write" in window.status_label.text()
 
 
+def test_the_save_dialog_opens_in_the_transcripts_folder_with_the_sessions_name(
+        qtbot, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where the app happened to start: not where to save
+    folder = tmp_path / "transcripts"
+    journal = Journal.create(folder, source="system")
+    journal.close()
+    window = filled(qtbot, tmp_path)
+    window.set_current_journal(journal.path)
+    dialog = window.ask_export("srt")
+    started = journal.path.stem.split("-")  # captions-YYYYMMDD-HHMMSS-…
+    day, time = started[1], started[2]
+    name = f"Captions {day[:4]}-{day[4:6]}-{day[6:]} {time[:2]}.{time[2:4]}.srt"
+    assert Path(dialog.directory().absolutePath()) == folder
+    assert [Path(f).name for f in dialog.selectedFiles()] == [name]
+    dialog.reject()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert window.export_to(other / name, "srt")
+    dialog = window.ask_export("vtt")  # the next export opens where the last one went
+    assert Path(dialog.directory().absolutePath()) == other
+    assert Path(dialog.selectedFiles()[0]).name == name.replace(".srt", ".vtt")
+    dialog.reject()
+
+
 def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path):
     folder = Path(store.settings.transcript.folder)
     crashed = Journal.create(folder, source="system")
