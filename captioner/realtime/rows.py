@@ -65,6 +65,13 @@ def _better_break(words: Sequence[str], start: int, end: int) -> int:
     return end
 
 
+def break_cost(word: str) -> float:
+    """How bad a break after ``word`` is: none after punctuation, most after a weak word."""
+    if _ends_phrase(word):
+        return 0.0
+    return 1.0 if _key(word) in WEAK_ENDINGS else 0.5
+
+
 def break_rows(words: Sequence[str], fits: Callable[[str], bool],
                max_chars: int = DEFAULT_ROW_CHARS) -> list[list[str]]:
     """Rows of ``words``; each row fits (``fits`` and ``max_chars``) unless one word alone

@@ -2,8 +2,10 @@
 
 Subtitle rules (what players and broadcasters expect):
 - text in normal case as recognised, at most ``max_lines`` rows of ``max_chars``
-  characters per cue; a longer caption line is split into several cues, its time
-  shared out by length;
+  characters per cue; a longer caption line is split into as few cues as hold it,
+  of about equal length and at phrase boundaries where it can (never a cue of one
+  stray word: "…beauty's rose might" + "never"), its time shared out by length;
+  rows break at phrase boundaries too (captioner.realtime.rows);
 - cues numbered from 1, times ``HH:MM:SS,mmm`` (SRT) / ``HH:MM:SS.mmm`` (VTT);
 - every cue lasts at least ``min_ms`` and no two cues overlap: a cue ends at the
   next one's start when there is room for the minimum, otherwise the next cue
@@ -18,6 +20,8 @@ without a speaker (one stream) are written exactly as before.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind, labelled
+from captioner.realtime.rows import break_cost, break_rows
 from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
@@ -43,29 +48,55 @@ class Cue:
     speaker: str | None = None
 
 
-def wrap(text: str, width: int = MAX_CHARS) -> list[str]:
-    """Greedy word wrap; a word longer than ``width`` is cut."""
-    rows: list[str] = []
-    row = ""
-    for word in text.split():
-        while len(word) > width:
-            if row:
-                rows.append(row)
-                row = ""
-            rows.append(word[:width])
-            word = word[width:]
-        if not word:
-            continue
-        if not row:
-            row = word
-        elif len(row) + 1 + len(word) <= width:
-            row += " " + word
-        else:
-            rows.append(row)
-            row = word
-    if row:
-        rows.append(row)
-    return rows
+def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> list[list[str]]:
+    """The rows of each cue ``text`` is shown in: as few cues as hold it, each of at most
+    ``max_lines`` rows of ``width``, with its words shared out so the cues are about
+    the same length and end at phrase boundaries where they can."""
+    words = [piece for word in text.split()
+             for piece in (word[i:i + width] for i in range(0, len(word), width))]
+    if not words:
+        return []
+
+    @functools.cache
+    def rows(i: int, j: int) -> list[str]:
+        return [" ".join(row) for row in break_rows(words[i:j], lambda _row: True, width)]
+
+    fewest = -(-len(rows(0, len(words))) // max_lines)
+    for count in range(fewest, len(words) + 1):
+        cuts = _balanced_cuts(words, count, lambda i, j: len(rows(i, j)) <= max_lines)
+        if cuts is not None:
+            return [rows(i, j) for i, j in itertools.pairwise(cuts)]
+    return [rows(i, i + 1) for i in range(len(words))]  # unreachable: a word always fits
+
+
+def _balanced_cuts(words: Sequence[str], count: int,
+                   fits: Callable[[int, int], bool]) -> list[int] | None:
+    """Word indices [0, …, len(words)] that cut ``words`` into ``count`` parts that fit,
+    of about equal length, preferring breaks after punctuation; None if none fit."""
+    total = len(" ".join(words))
+    target = total / count
+    n = len(words)
+    # best[k][j]: the least cost of words[:j] in k parts, and where its last part starts
+    best: list[dict[int, tuple[float, int]]] = [{0: (0.0, 0)}]
+    for k in range(1, count + 1):
+        row: dict[int, tuple[float, int]] = {}
+        for j in range(k, n - (count - k) + 1):
+            for i, (cost, _) in best[k - 1].items():
+                if i >= j or not fits(i, j):
+                    continue
+                size = len(" ".join(words[i:j]))
+                step = ((size - target) / target) ** 2
+                if j < n:
+                    step += break_cost(words[j - 1])
+                if j not in row or cost + step < row[j][0]:
+                    row[j] = (cost + step, i)
+        best.append(row)
+    if n not in best[count]:
+        return None
+    cuts = [n]
+    for k in range(count, 0, -1):
+        cuts.append(best[k][cuts[-1]][1])
+    return cuts[::-1]
 
 
 def _ms(seconds: float) -> int:
@@ -80,10 +111,9 @@ def build_cues(lines: Iterable[CaptionLine], *, max_chars: int = MAX_CHARS,
     raw: list[tuple[int, int, str, str | None]] = []
     for line in in_time_order(lines):
         prefix = f"{line.speaker}: " if name_in_text and line.speaker else ""
-        rows = wrap(line.text, max(max_chars - len(prefix), max_chars // 2))
-        if not rows:
+        groups = cue_rows(line.text, max(max_chars - len(prefix), max_chars // 2), max_lines)
+        if not groups:
             continue
-        groups = [rows[i:i + max_lines] for i in range(0, len(rows), max_lines)]
         if prefix:
             groups = [[prefix + group[0], *group[1:]] for group in groups]
         start, end = _ms(line.start), _ms(line.end)
@@ -177,5 +207,16 @@ def export(lines: Sequence[CaptionLine], fmt: str, path: Path | str) -> Path:
     return path
 
 
-__all__ = ["FORMATS", "Cue", "ExportError", "build_cues", "clock", "export", "timestamp",
-           "to_srt", "to_txt", "to_vtt", "wrap"]
+__all__ = [
+    "FORMATS",
+    "Cue",
+    "ExportError",
+    "build_cues",
+    "clock",
+    "cue_rows",
+    "export",
+    "timestamp",
+    "to_srt",
+    "to_txt",
+    "to_vtt",
+]

@@ -11,9 +11,9 @@ from captioner.transcript.exports import (
     MIN_MS,
     ExportError,
     build_cues,
+    cue_rows,
     export,
     timestamp,
-    wrap,
 )
 from tests.support.disk import file_size_limit
 from tests.transcript.lines import LINES
@@ -32,11 +32,20 @@ def test_timestamps_use_comma_for_srt_and_dot_for_vtt():
     assert timestamp(3_723_004, ".") == "01:02:03.004"
 
 
-def test_wrap_never_exceeds_the_width_and_keeps_every_word():
+def test_cue_rows_never_exceed_the_width_and_keep_every_word():
     text = "a" * 50 + " short words here " + "b" * 10
-    rows = wrap(text, 42)
+    rows = [row for cue in cue_rows(text, 42) for row in cue]
     assert all(len(r) <= 42 for r in rows)
     assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+
+
+def test_a_long_line_is_cut_into_even_cues_at_a_phrase_not_a_stray_word():
+    text = "1 From fairest creatures we desire increase, that thereby beauty's rose might never"
+    cues = cue_rows(text, 42, 2)  # greedy rows: 34 + 42 characters, then "never" alone
+    assert [" ".join(rows) for rows in cues] == [
+        "1 From fairest creatures we desire increase,",
+        "that thereby beauty's rose might never"]
+    assert cue_rows("Yes, we can.", 42, 2) == [["Yes, we can."]]
 
 
 def test_unknown_format_and_unwritable_path_are_readable_errors(tmp_path):
