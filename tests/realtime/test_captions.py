@@ -166,7 +166,7 @@ def test_confirmed_words_keep_the_time_they_were_first_shown():
     assert (line.start, line.end) == (7.0, 9.0) and model.unconfirmed == ""
 
 
-def test_word_times_never_go_back():
+def test_a_new_request_voids_when_the_old_ones_live_words_were_shown():
     model = CaptionModel()
     model.set_unconfirmed("one two three", 5.0)
     model.add_text("one", 6.0)  # "two three" stay shown since 5.0 ...
@@ -174,6 +174,15 @@ def test_word_times_never_go_back():
     model.set_unconfirmed("two three", 8.0)
     model.add_text(" two three.", 9.0)
     assert [(m.start, m.end) for m in model.flush().finalized] == [(5.0, 8.0)]
+
+
+def test_word_times_never_go_back():
+    model = CaptionModel()
+    model.add_text("Before the drop", 12.0)
+    model.new_request()
+    model.add_text(" and after it", 10.5)  # a replayed request starts further back
+    (line,) = model.flush().finalized
+    assert (line.start, line.end) == (12.0, 12.0)
 
 
 def test_a_pause_does_not_end_the_line_before_words_still_to_be_confirmed():
