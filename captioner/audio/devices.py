@@ -87,9 +87,14 @@ class AudioDevice:
             self.pulse_name is not None and needle in self.pulse_name.casefold()
         )
 
-    def label(self) -> str:
+    def title(self) -> str:
+        """The device as people know it: its name, and the Pulse source's when it differs."""
         extra = f" ({self.pulse_name})" if self.pulse_name and self.pulse_name != self.name else ""
-        return f"[{self.index}] {self.name}{extra}"
+        return f"{self.name}{extra}"
+
+    def label(self) -> str:
+        """The title with the number the ``devices`` command lists it under."""
+        return f"[{self.index}] {self.title()}"
 
 
 # --- pure classification ------------------------------------------------------

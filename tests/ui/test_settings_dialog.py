@@ -99,6 +99,7 @@ def test_round_trip_through_the_settings_file(qtbot, store, config_dir):
     loaded = settings_io.load()
     assert loaded == store.settings
     assert loaded.audio.mic_device == "Built-in mic"
+    assert dialog.audio.mic_device.currentText() == "Built-in mic"  # no device number
     assert loaded.appearance.preset == "black-on-white" and loaded.appearance.font_size == 40
     assert loaded.alert_words == ["Ann", "question"]
     again = make(qtbot, SettingsStore(loaded))

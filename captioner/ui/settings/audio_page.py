@@ -98,7 +98,7 @@ class AudioPage(Page):
             combo.addItem("System default", None)
             for dev in devices:
                 if dev.kind == kind:
-                    combo.addItem(dev.label(), dev.name)
+                    combo.addItem(dev.title(), dev.name)  # the CLI's numbers mean nothing here
             if current is not None:
                 index = combo.findData(current)
                 if index < 0:  # a device that is gone now: keep it selectable
