@@ -4,8 +4,9 @@ lifecycle events (asyncio).
 The decisions about phases live in :mod:`captioner.cloud.lifecycle` (a table, no I/O);
 this runner does the blocking boto3 calls in its own executor and tells observers
 through plain callbacks (no Qt here), so the same object runs in tests and headless.
-For STT it announces ``sagemaker://NAME?region=…`` when the endpoint serves and
-``None`` when it stops serving (the app then falls back to the embedded engine).
+It announces ``sagemaker://NAME?region=…`` when an endpoint serves and ``None`` when it
+stops serving: captions then fall back to the embedded engine, replies to the voice
+endpoint in the settings or the computer's voice.
 
 A stop that fails is retried with capped backoff and stays visible
 (``KindStatus.stop_failed``) until it succeeds; a refused one (not ours) is not retried.
@@ -95,11 +96,12 @@ class LifecycleRunner:
         self._follow: dict[Kind, asyncio.Task[None]] = {}
         self._starting: dict[Kind, asyncio.Task[Any]] = {}
         self._retrying: dict[Kind, asyncio.Task[Any]] = {}
-        self._url: str | None = None
+        self._urls: dict[Kind, str | None] = dict.fromkeys(KINDS)
         self._stop_attempts: dict[Kind, int] = dict.fromkeys(KINDS, 0)
         self._waiters: dict[Kind, list[asyncio.Future[KindStatus]]] = {k: [] for k in KINDS}
         self.status_changed: Hook = Hook()  # (KindStatus)
-        self.endpoint_changed: Hook = Hook()  # (sagemaker://… | None)
+        self.endpoint_changed: Hook = Hook()  # captions: (sagemaker://… | None)
+        self.replies_endpoint_changed: Hook = Hook()  # spoken replies: the same
 
     def _on_ready(self, kind: Kind) -> None:
         """The endpoint of ``kind`` started serving (the app's upkeep starts here)."""
@@ -116,7 +118,7 @@ class LifecycleRunner:
     @property
     def endpoint(self) -> str | None:
         """The STT endpoint string while it serves, else None."""
-        return self._url
+        return self._urls["stt"]
 
     @property
     def region(self) -> str | None:
@@ -191,13 +193,15 @@ class LifecycleRunner:
             for future in waiters:
                 if not future.done():
                     future.set_result(new)
-        if kind == "stt":
-            url = (self.endpoint_string(new.name)
-                   if new.phase is Phase.READY and new.name else None)
-            if url != self._url:
-                self._url = url
+        url = self.endpoint_string(new.name) if new.phase is Phase.READY and new.name else None
+        if url != self._urls[kind]:
+            self._urls[kind] = url
+            if kind == "stt":
                 log.info("= captions endpoint: %s", url or "none (fall back to embedded)")
                 self.endpoint_changed.emit(url)
+            else:
+                log.info("= replies endpoint: %s", url or "none (fall back to the settings)")
+                self.replies_endpoint_changed.emit(url)
         return new
 
     def _show_snapshot(self, kind: Kind, snap: EndpointSnapshot) -> None:

@@ -148,6 +148,7 @@ class CaptionerApp(QObject):
         self.replies.spoken.connect(self._on_spoken)
         self.endpoints.endpoint_changed.connect(c.set_endpoint_override)
         self.endpoints.endpoint_changed.connect(lambda _url: self._show_source())
+        self.endpoints.replies_endpoint_changed.connect(self.replies.set_endpoint_override)
         self.endpoints.orphans_changed.connect(self._on_orphans)
         a.quit.triggered.connect(self.quit_requested.emit)
         self.tray.activated.connect(self.bring_to_front)

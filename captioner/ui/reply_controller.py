@@ -3,11 +3,13 @@
 The controller keeps its own queue of replies and, before each one, brings the
 speaker in line with the settings as they are now (voice, language, endpoint,
 output device), so pickers and the settings dialog take effect on the next
-reply without a restart. The output device is opened on the first reply and
-closed again after a while without replies, so an idle tray app does not hold
-the sound card. Every outcome becomes a :class:`ReplyStatus` (a sentence for the
-status line) and every reply that starts playing a ``spoken(text)`` signal, for
-the transcript (``CaptionModel.add_typed``). Nothing here raises into Qt slots.
+reply without a restart. A replies endpoint the app started (Settings → Endpoints)
+is used while it serves, in place of the one in the settings. The output device is
+opened on the first reply and closed again after a while without replies, so an
+idle tray app does not hold the sound card. Every outcome becomes a
+:class:`ReplyStatus` (a sentence for the status line) and every reply that starts
+playing a ``spoken(text)`` signal, for the transcript (``CaptionModel.add_typed``).
+Nothing here raises into Qt slots.
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class ReplyController(QObject):
         self.sink: OutputSink | None = None
         self._sink_device: str | None = None
         self._endpoint: str | None = None
+        self.endpoint_override: str | None = None  # a replies endpoint the app serves
         self._connector: Connector | None = None
         self._endpoint_problem: str | None = None  # the readable reason, when set
         self._sink_problem: str | None = None
@@ -127,6 +130,19 @@ class ReplyController(QObject):
     @property
     def tts(self) -> TtsSettings:
         return self._settings.tts
+
+    @property
+    def endpoint(self) -> str:
+        """The voice endpoint replies use now: the app's own while it serves, else the
+        settings' ("" = this computer's voice)."""
+        return self.endpoint_override or self.tts.endpoint
+
+    def set_endpoint_override(self, endpoint: str | None) -> None:
+        """Speak through (or, with None, no longer through) an endpoint the app started;
+        from the next reply on."""
+        if endpoint != self.endpoint_override:
+            log.info("= replies endpoint: %s", endpoint or "from settings")
+            self.endpoint_override = endpoint
 
     # --- the API the reply box and the app use --------------------------------
 
@@ -203,10 +219,11 @@ class ReplyController(QObject):
         """Bring the speaker in line with the settings before a reply."""
         tts = self.tts
         config = self._config(tts)
-        if tts.endpoint != self._endpoint or self.speaker is None:
-            self._endpoint = tts.endpoint
+        endpoint = self.endpoint
+        if endpoint != self._endpoint or self.speaker is None:
+            self._endpoint = endpoint
             try:
-                self._connector = self._connector_factory(tts.endpoint)
+                self._connector = self._connector_factory(endpoint)
                 self._endpoint_problem = None
             except ValueError as exc:
                 log.warning("! voice endpoint setting: %s", exc)

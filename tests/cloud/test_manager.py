@@ -60,10 +60,12 @@ class Recorder:
     def __init__(self, manager: EndpointManager) -> None:
         self.statuses: list[KindStatus] = []
         self.endpoints: list[str | None] = []
+        self.replies: list[str | None] = []
         self.warnings: list[tuple[str, float | None]] = []
         self.auto_stopped: list[str] = []
         manager.status_changed.connect(self.statuses.append)
         manager.endpoint_changed.connect(self.endpoints.append)
+        manager.replies_endpoint_changed.connect(self.replies.append)
         manager.idle_warning.connect(lambda kind, left: self.warnings.append((kind, left)))
         manager.auto_stopped.connect(self.auto_stopped.append)
 
@@ -152,7 +154,7 @@ def test_start_serves_then_stop_falls_back(moto_factory) -> None:
     run(scenario)
     assert seen.phases("stt") == [Phase.PREPARING, Phase.OFF, Phase.DEPLOYING, Phase.STARTING,
                                   Phase.READY, Phase.STOPPING, Phase.OFF]
-    assert seen.phases("tts") == []
+    assert seen.phases("tts") == [] and seen.replies == []
 
 
 def test_reattach_after_restart_finds_endpoints_by_tag(moto_factory) -> None:
@@ -179,6 +181,7 @@ def test_reattach_after_restart_finds_endpoints_by_tag(moto_factory) -> None:
         assert second.status("tts").name == tts_name
         assert second.status("stt").phase is Phase.READY
         assert seen.endpoints == [f"sagemaker://{stt_name}?region=us-east-1"]
+        assert seen.replies == [f"sagemaker://{tts_name}?region=us-east-1"]  # replies use it
         assert [o.name for o in orphans] == [stale] == [o.name for o in second.orphans]
 
         prompt = second.quit_decision()
@@ -195,7 +198,7 @@ def test_reattach_after_restart_finds_endpoints_by_tag(moto_factory) -> None:
         await second.close()
 
     run(after_restart)
-    assert seen.endpoints[-1] is None
+    assert seen.endpoints[-1] is None and seen.replies[-1] is None
 
 
 def test_idle_auto_stop_warns_cancels_then_stops(moto_factory) -> None:

@@ -9,6 +9,7 @@ import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from captioner.audio.files import FileSource
+from captioner.audio.playback import WavSink
 from captioner.cloud.cost_guard import quit_prompt
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.realtime.captions import LineKind
@@ -44,6 +45,36 @@ def test_captions_switch_to_a_started_endpoint_and_fall_back(qapp, store, tone_w
             await app.shutdown()
 
         run_async(qapp, scenario)
+
+
+def test_replies_use_a_started_replies_endpoint_and_fall_back(qapp, store, tone_wav, tmp_path,
+                                                             omni_server):
+    """No voice endpoint in the settings: the computer's voice speaks, until the app's
+    replies endpoint serves; when it stops, the computer's voice again."""
+    from tests.ui.test_reply_box import RecordingVoice
+
+    voice = RecordingVoice()
+
+    async def scenario():
+        app = make_app(store, tone_wav)
+        app.replies._voice = voice
+        app.replies._sink_factory = lambda _device: WavSink(tmp_path / "reply.wav")
+        app.replies.say("Before the endpoint.")
+        await wait_until(lambda: voice.said, 10, "the computer's voice")
+        app.endpoints.replies_endpoint_changed.emit(omni_server.url)  # it serves
+        app.replies.say("Through the endpoint.")
+        await wait_until(lambda: omni_server.sessions and omni_server.sessions[0].texts,
+                         10, "the reply on the endpoint")
+        await wait_until(lambda: app.replies.status.text == "Ready.", 10, "the reply to end")
+        app.endpoints.replies_endpoint_changed.emit(None)  # it stopped serving
+        app.replies.say("After the endpoint.")
+        await wait_until(lambda: len(voice.said) == 2, 10, "the computer's voice again")
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+    assert voice.said == ["Before the endpoint.", "After the endpoint."]
+    assert "".join(omni_server.sessions[0].texts) == "Through the endpoint."
+    assert len(omni_server.sessions) == 1
 
 
 def test_spoken_reply_is_a_typed_line_in_captions_and_journal(qapp, store, realtime_server,
