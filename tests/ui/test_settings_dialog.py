@@ -11,8 +11,11 @@ from PySide6.QtWidgets import (
 
 from captioner import settings as settings_io
 from captioner.audio.devices import AudioDevice
+from captioner.audio.playback import WavSink
+from captioner.ui.reply_controller import ReplyController
 from captioner.ui.settings.dialog import SettingsDialog
 from captioner.ui.settings_store import SettingsStore
+from tests.ui.conftest import run_async, wait_until
 
 DEVICES = [AudioDevice(1000, "Built-in mic", "mic", 1, 48000.0, is_default=True),
            AudioDevice(1001, "Monitor of Speakers", "system", 2, 48000.0, is_default=True)]
@@ -179,3 +182,31 @@ def test_two_speakers_are_chosen_and_renamed_on_the_audio_page(qtbot, store, con
     again.audio.source.setCurrentIndex(again.audio.source.findData("both"))
     assert again.apply()
     assert not again.store.settings.audio.two_streams
+
+
+def test_the_voice_endpoint_for_replies_is_set_on_the_replies_page(qapp, qtbot, store,
+                                                                   config_dir, omni_server):
+    """Without hand-editing the settings file: a self-hosted voice endpoint is typed on the
+    Replies page, checked, saved, and the next reply goes to it."""
+    dialog = make(qtbot, store)
+    page = dialog.replies
+    assert page.endpoint.text() == "" and "computer's voice" in page.endpoint.placeholderText()
+    page.endpoint.setText("embedded")
+    assert not dialog.apply()
+    assert "no embedded text-to-speech" in page.error_text("endpoint")
+    page.endpoint.setText("http://example.com/speech")
+    assert not dialog.apply() and page.error_text("endpoint")
+    page.endpoint.setText(f"  {omni_server.url} ")
+    assert dialog.apply()
+    assert store.settings.tts.endpoint == omni_server.url
+    assert settings_io.load().tts.endpoint == omni_server.url
+    controller = ReplyController(store, sink_factory=lambda _d: WavSink(config_dir / "r.wav"))
+
+    async def speak():
+        controller.say("Hello from the settings.")
+        await wait_until(lambda: omni_server.sessions and omni_server.sessions[0].texts, 10,
+                         "the reply on the endpoint")
+        await controller.aclose()
+
+    run_async(qapp, speak)
+    assert "".join(omni_server.sessions[0].texts) == "Hello from the settings."

@@ -30,6 +30,7 @@ from captioner.ui.settings.feed_page import FeedPage
 from captioner.ui.settings.other_pages import (
     AlertsPage,
     EndpointsPlaceholder,
+    RepliesPage,
     ShortcutsPage,
     TranscriptPage,
 )
@@ -49,6 +50,7 @@ class SettingsDialog(QDialog):
         self.store = store
         self.audio = AudioPage(devices)
         self.recognition = RecognitionPage(keys)
+        self.replies = RepliesPage()
         self.appearance = AppearancePage()
         self.alerts = AlertsPage()
         self.transcript = TranscriptPage()
@@ -81,8 +83,8 @@ class SettingsDialog(QDialog):
         self.reload()
 
     def pages(self) -> Sequence[Page]:
-        return (self.audio, self.recognition, self.appearance, self.alerts, self.transcript,
-                self.shortcuts, self.feed, self.endpoints)
+        return (self.audio, self.recognition, self.replies, self.appearance, self.alerts,
+                self.transcript, self.shortcuts, self.feed, self.endpoints)
 
     def set_endpoints_page(self, page: Page) -> None:
         """The endpoint-control work puts its page here (replacing the placeholder)."""

@@ -1,4 +1,4 @@
-"""Settings → Alert words, Transcript, Shortcuts, and the reserved Endpoints tab."""
+"""Settings → Replies, Alert words, Transcript, Shortcuts, and the reserved Endpoints tab."""
 
 from __future__ import annotations
 
@@ -21,8 +21,43 @@ from PySide6.QtWidgets import (
 
 from captioner.alerts import parse_word_list
 from captioner.settings import Settings
+from captioner.tts.connect import tts_endpoint
 from captioner.ui.settings import validation as v
 from captioner.ui.settings.common import ErrorLabel, Errors, Page
+
+
+class RepliesPage(Page):
+    """Where typed replies are spoken: a voice endpoint of one's own, or the computer's
+    voice. (One the app starts on the Endpoints tab is used while it serves.)"""
+
+    title = "Replies"
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        form = QFormLayout(self)
+        self.endpoint = QLineEdit()
+        self.endpoint.setPlaceholderText("empty: this computer's voice")
+        self.add_row(form, "endpoint", "&Voice endpoint:", self.endpoint)
+        note = QLabel("A Qwen3-TTS server speaking the vLLM-Omni speech stream: "
+                      "ws://host:8091/v1/audio/speech/stream, or a SageMaker endpoint as "
+                      "sagemaker://NAME?region=REGION. Leave it empty to use this computer's "
+                      "voice. A replies endpoint started on the Endpoints tab is used while it "
+                      "serves. Voice, language and output are chosen in the reply box.")
+        note.setWordWrap(True)
+        form.addRow(note)
+
+    def load(self, settings: Settings) -> None:
+        self.endpoint.setText(settings.tts.endpoint)
+
+    def write(self, out: Settings) -> Errors:
+        text = self.endpoint.text().strip()
+        if text:
+            try:
+                tts_endpoint(text)
+            except ValueError as exc:
+                return {"endpoint": str(exc)}
+        out.tts.endpoint = text
+        return {}
 
 
 class AlertsPage(Page):
