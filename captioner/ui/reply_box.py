@@ -124,6 +124,7 @@ class ReplyBox(QWidget):
         self._build()
         self.sync_from_settings()
         controller.status_changed.connect(self.show_status)
+        controller.endpoint_changed.connect(self._show_voice_choice)
         self.show_status(controller.status)
 
     @property
@@ -369,11 +370,20 @@ class ReplyBox(QWidget):
                                  (self.language_combo, self.tts.language)):
                 index = combo.findData(value)
                 combo.setCurrentIndex(index if index >= 0 else 0)
+            self._show_voice_choice()
             if self.phrase_list.phrases() != self.tts.phrases:
                 self.phrase_list.clear()
                 for phrase in self.tts.phrases:
                     self.phrase_list.addItem(self._new_item(phrase))
         self.refresh_outputs()
+
+    def _show_voice_choice(self) -> None:
+        """The voices are a voice endpoint's; the computer's voice has its own."""
+        endpoint = bool(self.controller.endpoint)
+        self.voice_combo.setEnabled(endpoint)
+        self.voice_combo.setToolTip("" if endpoint else
+                                    "Voices of a voice endpoint (Settings → Replies); "
+                                    "this computer's voice is its own.")
 
     def _settings_changed(self, sections: frozenset[str]) -> None:
         if "tts" in sections:

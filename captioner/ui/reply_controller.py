@@ -97,6 +97,7 @@ class ReplyController(QObject):
 
     spoken = Signal(str)
     status_changed = Signal(object)  # ReplyStatus
+    endpoint_changed = Signal()  # the app's replies endpoint came or went
 
     def __init__(self, settings: Settings | SettingsStore, *,
                  sink_factory: SinkFactory = Player,
@@ -143,6 +144,7 @@ class ReplyController(QObject):
         if endpoint != self.endpoint_override:
             log.info("= replies endpoint: %s", endpoint or "from settings")
             self.endpoint_override = endpoint
+            self.endpoint_changed.emit()
 
     # --- the API the reply box and the app use --------------------------------
 

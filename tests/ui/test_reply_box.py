@@ -282,6 +282,19 @@ def test_voice_and_language_pickers_list_qwen_values_and_persist(qapp, qtbot, tm
     assert (box.voice_combo.currentData(), box.language_combo.currentData()) == (
         "aiden", "Japanese")
 
+    # The voices are the endpoint's: without one (the computer's voice) there is no choice,
+    # until a replies endpoint the app started serves.
+    assert box.voice_combo.isEnabled()
+    new = h.store.copy()
+    new.tts.endpoint = ""
+    h.store.replace(new)
+    assert not box.voice_combo.isEnabled() and "Settings → Replies" in box.voice_combo.toolTip()
+    assert box.language_combo.isEnabled()  # the computer's voice speaks it too
+    h.controller.set_endpoint_override(omni_server.url)
+    assert box.voice_combo.isEnabled()
+    h.controller.set_endpoint_override(None)
+    assert not box.voice_combo.isEnabled()
+
 
 def test_output_picker_lists_devices_and_the_reply_plays_on_the_chosen_one(
         qapp, qtbot, tmp_path, pulse, omni_server: ThreadedOmniServer):
@@ -328,7 +341,8 @@ def test_every_control_has_an_accessible_name_and_tab_reaches_it(qapp, qtbot, tm
     for _ in range(40):
         reached.add(QApplication.focusWidget())
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
-    assert set(controls) <= reached
+    assert not h.box.voice_combo.isEnabled()  # no voice endpoint: no voices to pick
+    assert {w for w in controls if w.isEnabled()} <= reached
 
 
 def test_output_follows_the_setting_and_is_released_when_idle(qapp, qtbot, tmp_path,
