@@ -71,6 +71,7 @@ class HistoryWindow(QWidget):
         self.resize(820, 520)
         self.folder = folder
         self.current_journal: Path | None = None
+        self._run_journals: list[Path] = []  # every journal this app run wrote, oldest first
         self.last_export_folder: Path | None = None
         self.sessions: dict[str, HistorySession] = {
             CURRENT: HistorySession(CURRENT, "This session")}
@@ -157,7 +158,12 @@ class HistoryWindow(QWidget):
         self._refresh_sessions()
 
     def set_current_journal(self, path: Path) -> None:
+        """The journal this run now writes (a restart opens another): its lines, and
+        those of this run's earlier journals, are "This session", not past ones."""
         self.current_journal = Path(path)
+        self._run_journals.append(self.current_journal)
+        if self.sessions.pop(str(path), None) is not None and self._selected == str(path):
+            self._selected = CURRENT
         self._refresh_sessions()
 
     def add_recovered(self, contents: JournalContents) -> None:
@@ -170,7 +176,7 @@ class HistoryWindow(QWidget):
     def _refresh_sessions(self) -> None:
         for path in journal_files(self.folder):
             key = str(path)
-            if key in self.sessions or (self.current_journal and path == self.current_journal):
+            if key in self.sessions or path in self._run_journals:
                 continue
             self.sessions[key] = HistorySession(key, journal_title(path),
                                                 path=path, loaded=False)
@@ -273,7 +279,8 @@ class HistoryWindow(QWidget):
     def export_name(self, fmt: str) -> str:
         """A file name that says which session it is: when it started."""
         session = self.session
-        path = session.path or (self.current_journal if session.key == CURRENT else None)
+        path = session.path or (self._run_journals[0]
+                                if session.key == CURRENT and self._run_journals else None)
         started = (journal_started(path) if path is not None else None) or datetime.now()
         return f"Captions {started:%Y-%m-%d %H.%M}.{fmt}"
 

@@ -1,5 +1,6 @@
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from captioner.realtime.captions import CaptionLine
@@ -71,6 +72,23 @@ def test_the_save_dialog_opens_in_the_transcripts_folder_with_the_sessions_name(
     assert Path(dialog.directory().absolutePath()) == other
     assert Path(dialog.selectedFiles()[0]).name == name.replace(".srt", ".vtt")
     dialog.reject()
+
+
+def test_a_restarts_journals_are_this_session_not_past_ones(qtbot, tmp_path):
+    folder = tmp_path / "transcripts"
+    old = Journal.create(folder, source="system")  # another app run, earlier
+    old.close()
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    first = Journal.create(folder, source="system")
+    window.set_current_journal(first.path)
+    first.close()  # a settings change restarted the captions: a second journal
+    second = Journal.create(folder, source="both")
+    window.set_current_journal(second.path)
+    window.set_folder(folder)  # the list is read again
+    assert [window.session_list.item(i).data(Qt.ItemDataRole.UserRole)
+            for i in range(window.session_list.count())] == ["current", str(old.path)]
+    second.close()
 
 
 def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path):
