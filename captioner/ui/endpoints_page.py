@@ -82,7 +82,8 @@ class EndpointsPage(Page):
         intro = QLabel("Run captions and spoken replies on your own Amazon SageMaker "
                        "endpoints. You need an AWS account; the steps below check "
                        "everything before anything is created. Endpoints bill every hour "
-                       "while they run.")
+                       "while they run. Captions and replies use an endpoint as soon as it "
+                       "serves, and go back to the settings when it stops.")
         intro.setWordWrap(True)
         self.idle_label = QLabel()
         self.idle_label.setWordWrap(True)
