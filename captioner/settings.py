@@ -134,6 +134,7 @@ class TranscriptSettings:
     folder: str = field(
         default_factory=lambda: str(Path(platformdirs.user_documents_dir()) / APP_NAME)
     )
+    export_folder: str = ""  # where the last export went: the save dialog opens there
 
 
 @dataclass

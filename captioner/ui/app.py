@@ -102,6 +102,9 @@ class CaptionerApp(QObject):
             # Without a tray nothing could be clicked to turn it off again: start clickable.
             self.overlay.set_click_through(False)
         self.history = HistoryWindow(Path(settings.transcript.folder), self.actions)
+        if settings.transcript.export_folder:
+            self.history.last_export_folder = Path(settings.transcript.export_folder)
+        self.history.exported.connect(self._remember_export_folder)
         self.feed = FeedOutputs(self._on_notice)
         self.endpoint_setup = endpoint_setup or AccountSetupService()
         self.endpoints = endpoints or EndpointManager(
@@ -302,6 +305,11 @@ class CaptionerApp(QObject):
         if self.settings_dialog is not None:
             self.settings_dialog.shortcuts.set_global_note(
                 f"Reply box shortcut: {self.global_keys.status.reason}")
+
+    def _remember_export_folder(self, path: str) -> None:
+        """The next export's dialog opens where this one went, after a restart too."""
+        self.store.settings.transcript.export_folder = str(Path(path).parent)
+        self.store.touched()  # saved soon; nothing else depends on it
 
     def _on_spoken(self, text: str) -> None:
         self.controller.add_typed(text)

@@ -3,10 +3,12 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
+from captioner import settings as settings_io
 from captioner.realtime.captions import CaptionLine
 from captioner.transcript.journal import Journal, read_journal
 from captioner.ui.app import CaptionerApp
 from captioner.ui.history import HistoryWindow
+from captioner.ui.settings_store import SettingsStore
 from tests.transcript.lines import CALL, LINES
 
 GOLDEN = Path(__file__).parents[1] / "transcript" / "golden"
@@ -89,6 +91,19 @@ def test_a_restarts_journals_are_this_session_not_past_ones(qtbot, tmp_path):
     assert [window.session_list.item(i).data(Qt.ItemDataRole.UserRole)
             for i in range(window.session_list.count())] == ["current", str(old.path)]
     second.close()
+
+
+def test_the_last_export_folder_is_remembered_across_app_runs(qtbot, store, tmp_path):
+    app = CaptionerApp(store, tray_available=False)
+    app.history.append_line(LINES[0])
+    elsewhere = tmp_path / "subtitles"
+    elsewhere.mkdir()
+    assert app.history.export_to(elsewhere / "talk.srt", "srt")
+    store.flush()
+    saved = settings_io.load()
+    assert saved.transcript.export_folder == str(elsewhere)
+    again = CaptionerApp(SettingsStore(saved), tray_available=False)  # the next launch
+    assert again.history.export_folder() == elsewhere
 
 
 def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path):
