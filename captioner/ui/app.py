@@ -152,6 +152,7 @@ class CaptionerApp(QObject):
         self.endpoints.endpoint_changed.connect(c.set_endpoint_override)
         self.endpoints.endpoint_changed.connect(lambda _url: self._show_source())
         self.endpoints.replies_endpoint_changed.connect(self.replies.set_endpoint_override)
+        self.replies.endpoint_used.connect(lambda: self.endpoints.activity("tts"))
         self.endpoints.orphans_changed.connect(self._on_orphans)
         a.quit.triggered.connect(self.quit_requested.emit)
         self.tray.activated.connect(self.bring_to_front)
@@ -313,7 +314,6 @@ class CaptionerApp(QObject):
 
     def _on_spoken(self, text: str) -> None:
         self.controller.add_typed(text)
-        self.endpoints.activity("tts")
 
     def _on_orphans(self, orphans: list[Any]) -> None:
         if not orphans:

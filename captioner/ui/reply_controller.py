@@ -98,6 +98,7 @@ class ReplyController(QObject):
     spoken = Signal(str)
     status_changed = Signal(object)  # ReplyStatus
     endpoint_changed = Signal()  # the app's replies endpoint came or went
+    endpoint_used = Signal()  # a reply was spoken through the app's replies endpoint
 
     def __init__(self, settings: Settings | SettingsStore, *,
                  sink_factory: SinkFactory = Player,
@@ -310,6 +311,8 @@ class ReplyController(QObject):
     def _on_spoken(self, reply: SpokenReply) -> None:
         log.info("= reply spoken via %s (%d characters)", reply.via, len(reply.text))
         self.spoken.emit(reply.text)
+        if reply.via == "endpoint" and self.endpoint_override:
+            self.endpoint_used.emit()  # its idle countdown starts again
 
     def _publish(self, status: ReplyStatus) -> None:
         self.status = status

@@ -54,9 +54,11 @@ def test_replies_use_a_started_replies_endpoint_and_fall_back(qapp, store, tone_
     from tests.ui.test_reply_box import RecordingVoice
 
     voice = RecordingVoice()
+    used: list[str] = []  # what restarted an endpoint's idle countdown
 
     async def scenario():
         app = make_app(store, tone_wav)
+        app.endpoints.activity = used.append
         app.replies._voice = voice
         app.replies._sink_factory = lambda _device: WavSink(tmp_path / "reply.wav")
         app.replies.say("Before the endpoint.")
@@ -73,6 +75,7 @@ def test_replies_use_a_started_replies_endpoint_and_fall_back(qapp, store, tone_
 
     run_async(qapp, scenario)
     assert voice.said == ["Before the endpoint.", "After the endpoint."]
+    assert used == ["tts"]  # only the reply it spoke keeps the endpoint from idling
     assert "".join(omni_server.sessions[0].texts) == "Through the endpoint."
     assert len(omni_server.sessions) == 1
 
