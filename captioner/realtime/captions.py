@@ -130,18 +130,19 @@ class CaptionModel:
         one shown before keeps that one's time (a revision of the same sound)."""
         words = text.split()
         now = self._live_end if audio_time is None else audio_time
-        times = [min(self._shown_at[i], now) if i < len(self._shown_at) else now
-                 for i in range(len(words))]
-        self._set_pending(" ".join(words), times)
+        self._set_pending(" ".join(words), [self._shown_time(i, now) for i in range(len(words))])
         return self._update()
+
+    def _shown_time(self, i: int, now: float) -> float:
+        """When the unconfirmed word in place ``i`` was first shown (``now`` if none was)."""
+        return min(self._shown_at[i], now) if i < len(self._shown_at) else now
 
     def _word_times(self, delta: str, audio_time: float) -> list[float]:
         """A time for each word of ``delta``: when the word in its place was first shown
         as unconfirmed text, else now; never before a word placed earlier."""
         times = []
         for i in range(len(delta.split())):
-            when = min(self._shown_at[i], audio_time) if i < len(self._shown_at) else audio_time
-            self._placed = max(self._placed, when)
+            self._placed = max(self._placed, self._shown_time(i, audio_time))
             times.append(self._placed)
         return times
 

@@ -61,12 +61,11 @@ def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> l
     def rows(i: int, j: int) -> list[str]:
         return [" ".join(row) for row in break_rows(words[i:j], lambda _row: True, width)]
 
-    fewest = -(-len(rows(0, len(words))) // max_lines)
-    for count in range(fewest, len(words) + 1):
-        cuts = _balanced_cuts(words, count, lambda i, j: len(rows(i, j)) <= max_lines)
-        if cuts is not None:
-            return [rows(i, j) for i, j in itertools.pairwise(cuts)]
-    return [rows(i, i + 1) for i in range(len(words))]  # unreachable: a word always fits
+    count = -(-len(rows(0, len(words))) // max_lines)  # fewest; one word per cue always fits
+    while (cuts := _balanced_cuts(words, count,
+                                  lambda i, j: len(rows(i, j)) <= max_lines)) is None:
+        count += 1
+    return [rows(i, j) for i, j in itertools.pairwise(cuts)]
 
 
 def _balanced_cuts(words: Sequence[str], count: int,

@@ -204,30 +204,26 @@ class CaptionController(QObject):
         was_running = self.running or self.current.failed
         source, started, now = self._source, self._run_settings, self.store.settings
         successor: KeptSource | None = None  # the capture the next run goes on with
-        opened = False  # ... which this restart opened (a device change)
         if self.running and source is not None and source.started and started is not None:
-            if started.audio.capture_key() == now.audio.capture_key():
-                successor = source
-            else:
-                successor = await self._open_beside(now.audio)
-                opened = successor is not None
+            successor = (source if started.audio.capture_key() == now.audio.capture_key()
+                         else await self._open_beside(now.audio))
         try:
             if successor is not None:
                 await self._pause_in_speech()
                 if not self.running:  # the run ended meanwhile: a new one opens its own
-                    if opened:
+                    if successor is not source:
                         await successor.close()
-                    successor, opened = None, False
+                    successor = None
             if successor is not None and successor is source:
                 successor.hand_over()
             self.stop()
-            if opened and successor is not None:
+            if successor is not None and successor is not source:  # a device change
                 dropped = successor.discard_held()  # the old capture heard that
                 log.info("= the new capture goes on from where the old one stopped "
                          "(%.2f s it heard meanwhile left out)", dropped)
             await self.wait_stopped()
         except BaseException:
-            if opened and successor is not None:
+            if successor is not None and successor is not source:
                 await successor.close()
             raise
         self._kept = successor
