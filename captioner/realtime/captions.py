@@ -82,6 +82,7 @@ class CaptionModel:
     max_chars: int = 84
     min_sentence_chars: int = 16  # shorter sentences stay on the line ("Yes. I agree.")
     pause_seconds: float = 1.2
+    pending_seconds: float = 1.0  # how much longer a pause waits for words said before it
     speaker: str | None = None  # stamped on every line (two-stream mode)
     lines: list[CaptionLine] = field(default_factory=list)
     _live: str = ""
@@ -157,12 +158,17 @@ class CaptionModel:
 
         ``quiet_seconds`` (how long the audio itself has been quiet) keeps a bursty
         engine's gap between text updates from being taken for a pause in speech, and
-        unconfirmed words keep the line open: they were said before the pause.
+        unconfirmed words keep the line open: they were said before the pause. So does
+        sound after the last text (for ``pending_seconds`` more): an engine that confirms
+        an utterance at its end brings its last words only after the pause began.
         """
         if quiet_seconds is not None and quiet_seconds < self.pause_seconds:
             return self._update()
         if self.unconfirmed:  # words said before the pause are still to be confirmed: the
             return self._update()  # line ends after them ("…might never | die." otherwise)
+        if (quiet_seconds is not None and audio_time - quiet_seconds > self._live_end
+                and quiet_seconds < self.pause_seconds + self.pending_seconds):
+            return self._update()  # sound after the last text: its words may be on the way
         if self._live.strip() and audio_time - self._live_end >= self.pause_seconds:
             return self._update((self._finalize(len(self._live)),))
         return self._update()

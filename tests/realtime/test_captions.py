@@ -195,3 +195,24 @@ def test_a_pause_does_not_end_the_line_before_words_still_to_be_confirmed():
     done = model.add_text(" die. But as the riper", 14.0).finalized
     assert [line.text for line in done] == ["That thereby beauty's rose might never die."]
     assert model.tick(16.0, quiet_seconds=2.0).finalized[0].text == "But as the riper"
+
+
+def test_a_pause_waits_for_words_said_after_the_last_text():
+    """The on-device engine confirmed "…might never" where it cut a long utterance; the
+    reader said "die." and paused before any text showed it. The line waits for it."""
+    model = CaptionModel(pause_seconds=1.0, pending_seconds=1.0)
+    model.add_text("That thereby beauty's rose might never", 10.3)
+    # sound until 10.6 (the word "die."), quiet since
+    assert model.tick(11.7, quiet_seconds=1.1).finalized == ()
+    model.add_text(" die.", 11.9)
+    (line,) = model.tick(13.0, quiet_seconds=2.4).finalized
+    assert line.text == "That thereby beauty's rose might never die."
+
+
+def test_sound_after_the_last_text_holds_a_line_only_a_little_longer():
+    model = CaptionModel(pause_seconds=1.0, pending_seconds=1.0)
+    model.add_text("Thank you", 10.0)
+    assert model.tick(11.5, quiet_seconds=1.0).finalized == ()  # a cough at 10.5
+    (line,) = model.tick(12.5, quiet_seconds=2.0).finalized
+    assert line.text == "Thank you"
+
