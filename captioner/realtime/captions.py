@@ -1,7 +1,8 @@
 """Turn the append-only delta text of a Realtime session into caption lines.
 
 The protocol has no server-side segmentation, so lines are cut here: after
-sentence punctuation, at a maximum length (on a word boundary) and at pauses.
+sentence punctuation, at a maximum length (at a comma when that keeps half the line,
+else not after a word like "the" or "of") and at pauses.
 Times are audio time in seconds since the session started, which is what
 SRT/VTT export needs. Finalized lines never change; only the live line grows.
 
@@ -25,6 +26,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+from captioner.realtime.rows import phrase_break
+
+LINE_PUNCTUATION_FILL = 0.5  # a long line ends at a comma when that keeps half of it
 
 _SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*\s")
 _WORD = re.compile(r"\S+")
@@ -206,7 +211,10 @@ class CaptionModel:
 
     def _cut_point(self) -> int | None:
         for match in _SENTENCE_END.finditer(self._live):
-            if len(self._live[: match.end()].strip()) >= self.min_sentence_chars:
+            length = len(self._live[: match.end()].strip())
+            if length > self.max_chars:
+                break  # the sentence is too long for one line: cut it by length first
+            if length >= self.min_sentence_chars:
                 return match.end()
         if len(self._live.strip()) <= self.max_chars:
             return None
@@ -214,7 +222,10 @@ class CaptionModel:
         space = head.rstrip().rfind(" ")
         if space <= 0:  # one very long word: hard cut
             return self.max_chars
-        return space + 1
+        words = [w for w in _WORD.finditer(self._live) if w.end() <= space]
+        keep = phrase_break([w.group() for w in words], 0, len(words),
+                            punctuation_fill=LINE_PUNCTUATION_FILL)
+        return words[keep].start() if keep < len(words) else space + 1
 
     def _finalize(self, cut: int) -> CaptionLine:
         head, rest = self._live[:cut], self._live[cut:]

@@ -41,8 +41,10 @@ def _ends_phrase(word: str) -> bool:
     return word.endswith(_PUNCTUATION)
 
 
-def _better_break(words: Sequence[str], start: int, end: int) -> int:
-    """Where to end the row ``words[start:end]`` (a greedy fill): ``end`` or earlier."""
+def phrase_break(words: Sequence[str], start: int, end: int, *,
+                 punctuation_fill: float = PUNCTUATION_FILL) -> int:
+    """Where to end the row ``words[start:end]`` (a greedy fill): ``end`` or earlier,
+    at punctuation keeping ``punctuation_fill`` of it, else off a weak word."""
     if _ends_phrase(words[end - 1]) or end - start < 2:
         return end
     full = len(" ".join(words[start:end]))
@@ -51,7 +53,7 @@ def _better_break(words: Sequence[str], start: int, end: int) -> int:
         return len(" ".join(words[start:j])) / full
 
     for j in range(end - 1, start, -1):
-        if kept(j) < PUNCTUATION_FILL:
+        if kept(j) < punctuation_fill:
             break
         if _ends_phrase(words[j - 1]):
             return j
@@ -86,7 +88,7 @@ def break_rows(words: Sequence[str], fits: Callable[[str], bool],
                 break
             end += 1
         if end < len(words):  # the row is complete: the next word overflowed it
-            end = _better_break(words, start, end)
+            end = phrase_break(words, start, end)
         rows.append(list(words[start:end]))
         start = end
     return rows

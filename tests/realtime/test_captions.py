@@ -216,3 +216,16 @@ def test_sound_after_the_last_text_holds_a_line_only_a_little_longer():
     (line,) = model.tick(12.5, quiet_seconds=2.0).finalized
     assert line.text == "Thank you"
 
+
+def test_a_long_line_ends_at_a_phrase_not_mid_phrase():
+    m = CaptionModel(max_chars=84)
+    done = feed(m, ["1. From fairest creatures we desire increase, that thereby beauty's rose",
+                    " might never die. But as the riper"])
+    assert [line.text for line in done] == [
+        "1. From fairest creatures we desire increase,",
+        "that thereby beauty's rose might never die."]
+    done = feed(m, [" should by time decease, his tender heir might bear his memory of the"
+                    " world and the grave"])
+    assert [line.text for line in done] == [
+        "But as the riper should by time decease, his tender heir might bear his memory",
+    ]  # not "…memory of the"
