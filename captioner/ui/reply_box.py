@@ -44,6 +44,9 @@ from captioner.ui.settings_store import SettingsStore
 log = logging.getLogger(__name__)
 
 SYSTEM_DEFAULT = "System default"
+COMPUTER_VOICE = "This computer's voice"
+NO_VOICE_CHOICE = ("Replies use this computer's voice. The voices to choose from come with a "
+                   "voice endpoint (Settings → Replies).")
 NEW_PHRASE = "New phrase"
 _ENTER_KEYS = (Qt.Key.Key_Return, Qt.Key.Key_Enter)
 _PHRASE_FLAGS = (Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemIsEnabled
@@ -148,9 +151,7 @@ class ReplyBox(QWidget):
         buttons.addWidget(self.stop_button)
         buttons.addStretch(1)
 
-        self.voice_combo = self._combo("Voice")
-        for voice in VOICES:
-            self.voice_combo.addItem(voice_label(voice), voice)
+        self.voice_combo = self._combo("Voice")  # filled by _show_voice_choice
         self.language_combo = self._combo("Language")
         for language in LANGUAGES:
             self.language_combo.addItem(language, language)
@@ -327,7 +328,8 @@ class ReplyBox(QWidget):
     # --- pickers ---------------------------------------------------------------------
 
     def _voice_picked(self, index: int) -> None:
-        self._set_tts("voice", self.voice_combo.itemData(index))
+        if (voice := self.voice_combo.itemData(index)) is not None:  # not the computer's
+            self._set_tts("voice", voice)
 
     def _language_picked(self, index: int) -> None:
         self._set_tts("language", self.language_combo.itemData(index))
@@ -366,11 +368,11 @@ class ReplyBox(QWidget):
     def sync_from_settings(self) -> None:
         """Show ``settings.tts`` as it is now (after a change made elsewhere)."""
         with self._syncing_widgets():
+            self._show_voice_choice()
             for combo, value in ((self.voice_combo, self.tts.voice),
                                  (self.language_combo, self.tts.language)):
                 index = combo.findData(value)
                 combo.setCurrentIndex(index if index >= 0 else 0)
-            self._show_voice_choice()
             if self.phrase_list.phrases() != self.tts.phrases:
                 self.phrase_list.clear()
                 for phrase in self.tts.phrases:
@@ -378,12 +380,24 @@ class ReplyBox(QWidget):
         self.refresh_outputs()
 
     def _show_voice_choice(self) -> None:
-        """The voices are a voice endpoint's; the computer's voice has its own."""
+        """The voices are a voice endpoint's; without one the picker names the computer's
+        voice instead of going grey, so Tab still reaches it and a screen reader says
+        what speaks and why there is no choice."""
         endpoint = bool(self.controller.endpoint)
-        self.voice_combo.setEnabled(endpoint)
-        self.voice_combo.setToolTip("" if endpoint else
-                                    "Voices of a voice endpoint (Settings → Replies); "
-                                    "this computer's voice is its own.")
+        combo = self.voice_combo
+        if combo.count() and (combo.itemData(0) is not None) == endpoint:
+            return
+        with self._syncing_widgets():
+            combo.clear()
+            if endpoint:
+                for voice in VOICES:
+                    combo.addItem(voice_label(voice), voice)
+                combo.setCurrentIndex(max(0, combo.findData(self.tts.voice)))
+            else:
+                combo.addItem(COMPUTER_VOICE, None)
+        why = "" if endpoint else NO_VOICE_CHOICE
+        combo.setToolTip(why)
+        combo.setAccessibleDescription(why)
 
     def _settings_changed(self, sections: frozenset[str]) -> None:
         if "tts" in sections:

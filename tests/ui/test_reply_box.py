@@ -284,16 +284,21 @@ def test_voice_and_language_pickers_list_qwen_values_and_persist(qapp, qtbot, tm
 
     # The voices are the endpoint's: without one (the computer's voice) there is no choice,
     # until a replies endpoint the app started serves.
-    assert box.voice_combo.isEnabled()
+    def voices() -> list[str | None]:
+        return [box.voice_combo.itemData(i) for i in range(box.voice_combo.count())]
+
     new = h.store.copy()
     new.tts.endpoint = ""
     h.store.replace(new)
-    assert not box.voice_combo.isEnabled() and "Settings → Replies" in box.voice_combo.toolTip()
+    assert voices() == [None] and box.voice_combo.currentText() == "This computer's voice"
+    assert "Settings → Replies" in box.voice_combo.accessibleDescription()
     assert box.language_combo.isEnabled()  # the computer's voice speaks it too
+    assert h.saved().tts.voice == "aiden"  # the choice waits for an endpoint
     h.controller.set_endpoint_override(omni_server.url)
-    assert box.voice_combo.isEnabled()
+    assert voices() == list(VOICES) and box.voice_combo.currentData() == "aiden"
+    assert not box.voice_combo.accessibleDescription()
     h.controller.set_endpoint_override(None)
-    assert not box.voice_combo.isEnabled()
+    assert voices() == [None]
 
 
 def test_output_picker_lists_devices_and_the_reply_plays_on_the_chosen_one(
@@ -341,8 +346,9 @@ def test_every_control_has_an_accessible_name_and_tab_reaches_it(qapp, qtbot, tm
     for _ in range(40):
         reached.add(QApplication.focusWidget())
         qtbot.keyClick(QApplication.focusWidget(), Qt.Key.Key_Tab)
-    assert not h.box.voice_combo.isEnabled()  # no voice endpoint: no voices to pick
+    assert h.box.voice_combo.currentText() == "This computer's voice"  # no voice endpoint
     assert {w for w in controls if w.isEnabled()} <= reached
+    assert h.box.voice_combo in reached  # it says what speaks, to a screen reader too
 
 
 def test_output_follows_the_setting_and_is_released_when_idle(qapp, qtbot, tmp_path,
