@@ -51,6 +51,21 @@ class LevelMeter(QWidget):
         p.end()
 
 
+class ElidedLabel(QLabel):
+    """A one-line label that ends in "…" where its text does not fit, instead of being
+    clipped mid-word: the reader sees that there is more (the tooltip has it all)."""
+
+    def shown_text(self) -> str:
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight,
+                                             self.contentsRect().width())
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        p = QPainter(self)
+        p.setPen(self.palette().color(self.foregroundRole()))
+        p.drawText(self.contentsRect(), int(self.alignment()), self.shown_text())
+        p.end()
+
+
 class StatusStrip(QWidget):
     """State dot + text, source, endpoint, level meter, a notice, and the menu button
     (shown only when the platform has no system tray)."""
@@ -66,18 +81,18 @@ class StatusStrip(QWidget):
         self.setFont(font)
         self.dot = QLabel("●")
         self.dot.setAccessibleName("Connection state indicator")
-        self.state_label = QLabel("idle")
+        self.state_label = ElidedLabel("idle")
         self.state_label.setAccessibleName("Connection state")
         self.source_label = QLabel()
         self.source_label.setAccessibleName("Audio source")
         self.endpoint_label = QLabel()
         self.endpoint_label.setAccessibleName("Recognition endpoint")
         self.meter = LevelMeter()
-        self.cloud_label = QLabel()
+        self.cloud_label = ElidedLabel()
         self.cloud_label.setAccessibleName("Cloud endpoints")
         self.cloud_label.hide()
         self._cloud: dict[str, str] = {}
-        self.notice_label = QLabel()
+        self.notice_label = ElidedLabel()
         self.notice_label.setAccessibleName("Notice")
         self.notice_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.menu_button = QToolButton()

@@ -33,3 +33,19 @@ def test_cloud_lines_per_kind_join_and_clear(qapp, qtbot) -> None:
     strip.set_cloud("stt", "")
     strip.set_cloud("tts", "")
     assert strip.cloud_label.text() == "" and strip.cloud_label.isHidden()
+
+
+def test_a_text_that_does_not_fit_ends_in_an_ellipsis(qapp, qtbot) -> None:
+    strip = StatusStrip()
+    qtbot.addWidget(strip)
+    strip.resize(700, 30)
+    strip.show()
+    strip.set_state("error", LONG)
+    qtbot.waitExposed(strip)
+    shown = strip.state_label.shown_text()
+    assert shown.endswith("…") and LONG.startswith(shown[:-1])
+    label = strip.state_label
+    assert label.fontMetrics().horizontalAdvance(shown) <= label.contentsRect().width()
+    strip.resize(1600, 30)
+    strip.set_state("listening", "listening")
+    assert strip.state_label.shown_text() == "listening"  # a text that fits, unchanged
