@@ -273,6 +273,7 @@ def create_execution_role(
     installation_id: str,
     principal_arn: str,
     description: str = "SageMaker execution role for Captioner's endpoints",
+    policy_name: str = PERMISSION_POLICY_NAME,
 ) -> RoleInfo:
     """Create the role with ``policies`` (trust + one inline permission policy), tagged
     with this installation (``cloud.state.load_state().installation_id``) and the
@@ -288,7 +289,7 @@ def create_execution_role(
                      AssumeRolePolicyDocument=policies.trust_json(),
                      Description=description, Tags=tags)
     try:
-        call(iam, "put_role_policy", RoleName=name, PolicyName=PERMISSION_POLICY_NAME,
+        call(iam, "put_role_policy", RoleName=name, PolicyName=policy_name,
               PolicyDocument=policies.permissions_json())
     except EndpointControlError:
         try:
@@ -321,6 +322,7 @@ class AccountClients:
     s3: Any
     service_quotas: Any
     policy_simulator: Any = None
+    codebuild: Any = None  # builds the captions image (cloud.image_build)
 
     @property
     def region(self) -> str:
@@ -333,5 +335,5 @@ class AccountClients:
     @classmethod
     def from_factory(cls, make: ClientFactory) -> AccountClients:
         return cls(sts=make("sts"), iam=make("iam"), ecr=make("ecr"), s3=make("s3"),
-                   service_quotas=make("service-quotas"))
+                   service_quotas=make("service-quotas"), codebuild=make("codebuild"))
 
