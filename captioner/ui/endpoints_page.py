@@ -13,6 +13,7 @@ with ``open()``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from PySide6.QtCore import QSize, Qt, QTimer
@@ -30,9 +31,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.aws import KeyringCredentials
+from captioner.aws import CredentialsError, KeyringCredentials
 from captioner.cloud.account import CallerIdentity, RoleInfo
 from captioner.cloud.deploy_plan import KINDS, Kind
+from captioner.cloud.errors import EndpointControlError
+from captioner.cloud.image_build import PROJECT, BuildPlan
 from captioner.cloud.images import ImageCandidate
 from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.preflight import Check, Preflight
@@ -40,6 +43,7 @@ from captioner.cloud.status import EndpointSnapshot
 from captioner.settings import AwsSettings, Settings
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints.build_dialog import BuildDialog
 from captioner.ui.endpoints.kind_setup import KindSetup
 from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
 from captioner.ui.endpoints.preflight_list import line_of
@@ -55,6 +59,7 @@ from captioner.ui.settings_store import SettingsStore
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
+BUILD_POLL_SECONDS = 15.0  # how often a running image build is looked at
 PREFERRED_SIZE = QSize(900, 760)  # the set-up reads best without side-scrolling
 # digits as mnemonics: Alt+1 / Alt+2 switch kinds without taking letters the buttons use
 TAB_TITLES: dict[Kind, str] = {"stt": "&1 Captions (speech-to-text)",
@@ -78,6 +83,7 @@ class EndpointsPage(Page):
         self.gate = GuardedStart(self.flow, self.runner, self.service, lambda: store.settings,
                                  self._on_checks)
         self.role_dialog: RoleDialog | None = None
+        self.build_dialog: BuildDialog | None = None
 
         intro = QLabel("Run captions and spoken replies on your own Amazon SageMaker "
                        "endpoints. You need an AWS account; the steps below check "
@@ -156,6 +162,7 @@ class EndpointsPage(Page):
             setup.row.stop_button.clicked.connect(lambda _=False, k=kind: self.stop(k))
             setup.check_requested.connect(lambda k=kind: self.check(k))
             setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
+            setup.build_image_requested.connect(self.build_image)
             setup.refresh_requested.connect(self.refresh_lists)
             setup.preflight.accepted_changed.connect(lambda: self.commit())
             setup.edited.connect(setup.preflight.mark_stale)
@@ -340,6 +347,70 @@ class EndpointsPage(Page):
         setup.role.setCurrentText(role.arn)
         setup.role_note.setText(f"✔ Created {role.name}; it is now the execution role.")
         self.commit()
+
+    # ---- the captions image, built in the account -----------------------------------------
+
+    def build_image(self) -> None:
+        """Show what an image build creates and costs; build only if the user says so."""
+        setup = self.setups["stt"]
+        setup.set_build_status("Reading the account…", busy=True)
+        self.runner.call(self.service.plan_image_build, _copy(self.store.settings.aws),
+                         done=self._ask_build, failed=self._build_failed)
+
+    def _ask_build(self, plan: BuildPlan) -> None:
+        self.setups["stt"].set_build_status("")
+        dialog = BuildDialog(plan, self)
+        dialog.accepted.connect(lambda: self._start_build(plan))
+        dialog.finished.connect(dialog.deleteLater)
+        self.build_dialog = dialog
+        dialog.open()
+
+    def _start_build(self, plan: BuildPlan) -> None:
+        aws = _copy(self.store.settings.aws)
+        self.setups["stt"].set_build_status("Uploading the build files and starting the "
+                                            "build…", busy=True)
+        self.runner.call(self.service.start_image_build, aws, plan,
+                         done=lambda build_id: self.runner.spawn(
+                             self._follow_build(aws, plan, build_id)),
+                         failed=self._build_failed)
+
+    async def _follow_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
+        setup = self.setups["stt"]
+        while True:
+            try:
+                progress = await self.runner.run(self.service.image_build_progress, aws,
+                                                 build_id)
+            except Exception as exc:
+                if not isinstance(exc, EndpointControlError | CredentialsError):
+                    log.exception("! reading the image build's progress")
+                setup.set_build_status(
+                    f"Could not read the build's progress: {exc} It goes on in AWS "
+                    f"(CodeBuild project {PROJECT}); press Refresh lists later.",
+                    failed=True)
+                return
+            if progress.running:
+                setup.set_build_status(
+                    f"Building in AWS CodeBuild — {progress.phase.replace('_', ' ').lower()}"
+                    f", {hms(progress.seconds)} (usually 20–30 min). It goes on if you close "
+                    "Captioner.", busy=True)
+                await asyncio.sleep(BUILD_POLL_SECONDS)
+                continue
+            if progress.succeeded:
+                setup.image.setCurrentText(plan.image_uri)
+                setup.set_build_status(f"✔ Built and pushed {plan.image_uri} in "
+                                       f"{hms(progress.seconds)}; it is now the image.")
+                self.commit()
+                self.refresh_lists()
+            else:
+                setup.set_build_status(
+                    f"The image build ended {progress.status.lower().replace('_', ' ')}: "
+                    f"{progress.failure or 'no reason given'}. Its log is in CloudWatch "
+                    f"(CodeBuild project {PROJECT}).", failed=True)
+            return
+
+    def _build_failed(self, message: str) -> None:
+        self.setups["stt"].set_build_status(f"Could not build the image: {message}",
+                                            failed=True)
 
     # ---- display -------------------------------------------------------------------------
 

@@ -88,7 +88,8 @@ def test_newcomer_sets_up_starts_and_stops_the_captions_endpoint(qapp, qtbot, st
         assert "pass-role" not in stt.preflight.overrides  # fixed at the role, not gone past
         assert lines["image"] == (
             "✘ FAIL  Container image: No STT image is chosen. Fix: Choose an image from your "
-            "ECR repositories, or build and push one (needs Docker) with: "
+            "ECR repositories, or press “Build it in my account” under Image (AWS CodeBuild "
+            "builds it; nothing to install), or build and push one with Docker: "
             f"container/build_and_push.sh us-east-1 {ACCOUNT}")
         assert stt.preflight.summary.text() == ("Not ready: the execution role check fails. "
                                                 "Fix it below, then press Check again.")

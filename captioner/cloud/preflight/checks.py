@@ -240,8 +240,9 @@ def _check_image(ctx: Context) -> Check:
     build = build_and_push_command(ctx.region, ctx.account)
     if not uri:
         return Check(CheckId.IMAGE, Status.FAIL, "No STT image is chosen.",
-                     "Choose an image from your ECR repositories, or build and push one "
-                     f"(needs Docker) with: {build}")
+                     "Choose an image from your ECR repositories, or press “Build it in "
+                     "my account” under Image (AWS CodeBuild builds it; nothing to install), "
+                     f"or build and push one with Docker: {build}")
     if ctx.kind == "tts" and uri == tts_image(ctx.region):
         return Check(CheckId.IMAGE, Status.PASS,
                      f"AWS's vLLM-Omni image for {ctx.region} ({uri}).")

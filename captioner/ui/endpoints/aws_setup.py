@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from captioner.aws import available_profiles
 from captioner.cloud import account as acct
+from captioner.cloud import image_build
 from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import client_factory, session_from_settings
 from captioner.cloud.errors import CredentialsError
@@ -66,6 +67,22 @@ class AccountSetupService:
         return acct.create_execution_role(clients.iam, proposal.name, proposal.policies,
                                           installation_id=load_state().installation_id,
                                           principal_arn=me.arn)
+
+    def plan_image_build(self, aws: AwsSettings) -> image_build.BuildPlan:
+        """The names and role of a captions-image build in this account (nothing made)."""
+        me = self.identity(aws)
+        return image_build.BuildPlan(me.account, aws.region, me.partition)
+
+    def start_image_build(self, aws: AwsSettings, plan: image_build.BuildPlan) -> str:
+        clients = self.clients(aws)
+        context = image_build.context_zip(image_build.container_dir())
+        return image_build.start_build(clients, plan, context,
+                                       installation_id=load_state().installation_id,
+                                       principal_arn=acct.caller_identity(clients.sts).arn)
+
+    def image_build_progress(self, aws: AwsSettings, build_id: str
+                             ) -> image_build.BuildProgress:
+        return image_build.build_progress(self.clients(aws).codebuild, build_id)
 
     def preflight(self, settings: Settings, kind: Kind) -> Preflight:
         """Every check, in order, with the saved plan (never raises for AWS's answers)."""

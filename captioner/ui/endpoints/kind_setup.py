@@ -50,6 +50,7 @@ class KindSetup(QWidget):
 
     check_requested = Signal()
     create_role_requested = Signal()
+    build_image_requested = Signal()
     refresh_requested = Signal()
     edited = Signal()  # a field the preflight reads changed (its results are stale)
 
@@ -77,14 +78,34 @@ class KindSetup(QWidget):
         self.build_command.setAccessibleName("Command that builds and pushes the image")
         self.copy_button = QPushButton("Cop&y")
         self.copy_button.setAccessibleName("Copy the build command")
-        self.build_box = QWidget()
-        build = QVBoxLayout(self.build_box)
-        build.setContentsMargins(0, 0, 0, 0)
-        build.addWidget(self.build_hint)
+        self.build_button = QPushButton("&Build it in my account…")
+        self.build_button.setAccessibleName("Build the captions image in your AWS account "
+                                            "(CodeBuild, no Docker needed)")
+        self.build_status = QLabel()
+        self.build_status.setWordWrap(True)
+        self.build_status.setAccessibleName("Image build progress")
+        self.build_status.hide()
+        self.command_hint = QLabel("Or build and push it from a clone of Captioner with "
+                                   "Docker:")
+        self.command_hint.setWordWrap(True)
+        self.build_offer = QWidget()  # the ways to build one: shown while there is none
+        offer = QVBoxLayout(self.build_offer)
+        offer.setContentsMargins(0, 0, 0, 0)
+        offer.addWidget(self.build_hint)
+        row = QHBoxLayout()
+        row.addWidget(self.build_button)
+        row.addStretch(1)
+        offer.addLayout(row)
+        offer.addWidget(self.command_hint)
         row = QHBoxLayout()
         row.addWidget(self.build_command, 1)
         row.addWidget(self.copy_button)
-        build.addLayout(row)
+        offer.addLayout(row)
+        self.build_box = QWidget()
+        build = QVBoxLayout(self.build_box)
+        build.setContentsMargins(0, 0, 0, 0)
+        build.addWidget(self.build_offer)
+        build.addWidget(self.build_status)
         self.build_box.hide()
         self._field(form, "image", "&Image:", self.image, f"{noun} image",
                     extra=self.refresh_button, below=(self.build_box,))
@@ -160,6 +181,7 @@ class KindSetup(QWidget):
         self.create_role_button.clicked.connect(self.create_role_requested.emit)
         self.refresh_button.clicked.connect(self.refresh_requested.emit)
         self.copy_button.clicked.connect(self._copy)
+        self.build_button.clicked.connect(self.build_image_requested.emit)
         for combo in (self.image, self.role):  # long URIs/ARNs: the whole text on hover
             combo.currentTextChanged.connect(combo.setToolTip)
         for changed in (self.image.currentTextChanged, self.model.textChanged,
@@ -196,7 +218,19 @@ class KindSetup(QWidget):
 
     def _copy(self) -> None:
         QGuiApplication.clipboard().setText(self.build_command.text())
-        self.build_hint.setText(self.build_hint.text().split(" (copied)")[0] + " (copied)")
+        self.command_hint.setText(self.command_hint.text().split(" (copied)")[0] + " (copied)")
+
+    def set_build_status(self, text: str, *, busy: bool = False, failed: bool = False
+                         ) -> None:
+        """The image build's progress or outcome ("" hides it); the box stays in view
+        while there is one, images or not."""
+        self.build_status.setText(text)
+        self.build_status.setAccessibleDescription(text)
+        self.build_status.setStyleSheet("color: #C62828;" if failed else "")
+        self.build_status.setVisible(bool(text))
+        self.build_button.setEnabled(not busy)
+        if text:
+            self.build_box.show()
 
     # ---- lists from AWS ------------------------------------------------------------------
 
@@ -214,9 +248,10 @@ class KindSetup(QWidget):
             prefix = f"AWS_PROFILE={profile} " if profile else ""
             self.build_command.setText(prefix + build_and_push_command(region, account))
             self.build_hint.setText(
-                f"No images in Amazon ECR in {region} yet. Build and push the captions "
-                "image from a clone of Captioner (needs Docker), then press Refresh lists:")
-        self.build_box.setVisible(none)
+                f"No images in Amazon ECR in {region} yet. Captioner can have AWS build "
+                "its captions image in your account (CodeBuild; nothing to install here):")
+        self.build_offer.setVisible(none)
+        self.build_box.setVisible(none or bool(self.build_status.text()))
 
     def set_roles(self, roles: list[RoleInfo]) -> None:
         current = self.role_arn()

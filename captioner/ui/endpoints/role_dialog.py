@@ -23,13 +23,29 @@ from captioner.cloud.account import PERMISSION_POLICY_NAME
 from captioner.ui.endpoints.service import RoleProposal
 
 
-def _policy_view(name: str, document: str) -> QPlainTextEdit:
+def policy_view(name: str, document: str) -> QPlainTextEdit:
     view = QPlainTextEdit(document)
     view.setReadOnly(True)
     view.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
     view.setAccessibleName(name)
     view.setTabChangesFocus(True)
     return view
+
+
+def cancel_first_buttons(dialog: QDialog, text: str, name: str
+                         ) -> tuple[QDialogButtonBox, QPushButton, QPushButton]:
+    """The buttons of a dialog that creates things in AWS: ``text`` accepts, Cancel is the
+    default (Enter alone creates nothing)."""
+    buttons = QDialogButtonBox()
+    accept = buttons.addButton(text, QDialogButtonBox.ButtonRole.AcceptRole)
+    cancel = buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+    accept.setAccessibleName(name)
+    cancel.setAccessibleName("Cancel: create nothing")
+    accept.setAutoDefault(False)
+    cancel.setDefault(True)
+    buttons.accepted.connect(dialog.accept)
+    buttons.rejected.connect(dialog.reject)
+    return buttons, accept, cancel
 
 
 class RoleDialog(QDialog):
@@ -45,24 +61,15 @@ class RoleDialog(QDialog):
             f"{proposal.account} for the {noun}. SageMaker assumes it to pull the "
             "image and the model and to write the endpoint's logs — nothing else.")
         intro.setWordWrap(True)
-        self.trust_view = _policy_view("Trust policy", proposal.policies.trust_json())
-        self.permission_view = _policy_view(f"Permission policy {PERMISSION_POLICY_NAME}",
+        self.trust_view = policy_view("Trust policy", proposal.policies.trust_json())
+        self.permission_view = policy_view(f"Permission policy {PERMISSION_POLICY_NAME}",
                                             proposal.policies.permissions_json())
         trust_label = QLabel("&Trust policy (who may assume it):")
         trust_label.setBuddy(self.trust_view)
         permission_label = QLabel(f"&Permission policy “{PERMISSION_POLICY_NAME}”:")
         permission_label.setBuddy(self.permission_view)
-        buttons = QDialogButtonBox()
-        self.create_button: QPushButton = buttons.addButton(
-            "&Create role", QDialogButtonBox.ButtonRole.AcceptRole)
-        self.cancel_button: QPushButton = buttons.addButton(
-            QDialogButtonBox.StandardButton.Cancel)
-        self.create_button.setAccessibleName(f"Create the role {proposal.name}")
-        self.cancel_button.setAccessibleName("Cancel: create nothing")
-        self.create_button.setAutoDefault(False)
-        self.cancel_button.setDefault(True)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
+        buttons, self.create_button, self.cancel_button = cancel_first_buttons(
+            self, "&Create role", f"Create the role {proposal.name}")
         layout = QVBoxLayout(self)
         for widget in (intro, trust_label, self.trust_view, permission_label,
                        self.permission_view, buttons):
@@ -70,4 +77,4 @@ class RoleDialog(QDialog):
         self.resize(640, 560)
 
 
-__all__ = ["RoleDialog"]
+__all__ = ["RoleDialog", "cancel_first_buttons", "policy_view"]
