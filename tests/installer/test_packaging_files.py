@@ -189,3 +189,13 @@ def test_desktop_entry():
     assert (ROOT / "resources" / "icons" / "captioner.png").is_file()
     assert (ROOT / "resources" / "icons" / "captioner.svg").is_file()
     assert desktop["Categories"].endswith(";")
+
+
+def test_the_bundle_keeps_the_model_of_every_aws_service_the_app_calls():
+    """A service the bundle trims out fails only in the installed app (UnknownServiceError),
+    so every client the code makes must be in the spec's list."""
+    source = "\n".join(p.read_text() for p in (ROOT / "captioner").rglob("*.py"))
+    used = set(re.findall(r"""(?:make|client)\(["']([a-z0-9-]+)["']""", source))
+    assert {"sagemaker", "iam", "codebuild"} <= used  # the pattern finds them
+    missing = used - spec_namespace()["BOTOCORE_SERVICES"]
+    assert not missing, f"left out of the bundle: {sorted(missing)}"
