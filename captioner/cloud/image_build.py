@@ -189,9 +189,29 @@ class BuildProgress:
         return self.status == "SUCCEEDED"
 
 
+def running_build(codebuild: Any) -> str | None:
+    """The id of a build of the project still running (one started before Captioner was
+    closed, or by another of its windows), if any."""
+    try:
+        ids = call(codebuild, "list_builds_for_project", projectName=PROJECT,
+                   sortOrder="DESCENDING").get("ids") or []
+    except AwsError as exc:
+        if exc.code == "ResourceNotFoundException":  # no project: never built here
+            return None
+        raise
+    if not ids:
+        return None
+    builds = call(codebuild, "batch_get_builds", ids=ids[:5]).get("builds") or []
+    return next((str(b["id"]) for b in builds if b.get("buildStatus") in RUNNING), None)
+
+
 def start_build(clients: AccountClients, plan: BuildPlan, context: bytes, *,
                 installation_id: str, principal_arn: str) -> str:
-    """Create what is missing, upload the build files and start a build; its id."""
+    """Create what is missing, upload the build files and start a build; its id. A build
+    already running is followed instead: two would bill twice for the same image."""
+    if (running := running_build(clients.codebuild)) is not None:
+        log.info("= image build %s is already running", running)
+        return running
     _ensure_repository(clients.ecr)
     _ensure_bucket(clients.s3, plan)
     call(clients.s3, "put_object", Bucket=plan.bucket, Key=CONTEXT_KEY, Body=context)
@@ -274,4 +294,4 @@ def _ensure_project(codebuild: Any, plan: BuildPlan, role_arn: str) -> None:
 
 
 __all__ = ["BUILDSPEC", "BuildPlan", "BuildProgress", "build_progress",
-           "container_dir", "context_zip", "start_build"]
+           "container_dir", "context_zip", "running_build", "start_build"]

@@ -84,6 +84,7 @@ class EndpointsPage(Page):
                                  self._on_checks)
         self.role_dialog: RoleDialog | None = None
         self.build_dialog: BuildDialog | None = None
+        self._following: str | None = None  # the image build the page is following
 
         intro = QLabel("Run captions and spoken replies on your own Amazon SageMaker "
                        "endpoints. You need an AWS account; the steps below check "
@@ -309,6 +310,14 @@ class EndpointsPage(Page):
                     ) -> None:
         for setup in self.setups.values():
             setup.set_images(images, aws.region, account, aws.profile)
+        if not images and self._following is None:  # one started before may still run
+            self.runner.call(self.service.running_image_build, _copy(aws),
+                             done=self._rejoin_build,
+                             failed=lambda m: log.info("! no look at running builds: %s", m))
+
+    def _rejoin_build(self, found: tuple[BuildPlan, str] | None) -> None:
+        if found is not None and self._following is None:
+            self.runner.spawn(self._follow_build(_copy(self.store.settings.aws), *found))
 
     def _list_failed(self, key: str):
         def failed(message: str) -> None:
@@ -375,6 +384,13 @@ class EndpointsPage(Page):
                          failed=self._build_failed)
 
     async def _follow_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
+        self._following = build_id
+        try:
+            await self._watch_build(aws, plan, build_id)
+        finally:
+            self._following = None
+
+    async def _watch_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
         setup = self.setups["stt"]
         while True:
             try:

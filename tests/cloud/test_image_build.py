@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 
 import boto3
@@ -112,3 +113,25 @@ def test_the_estimate_names_the_monthly_storage_too() -> None:
     text = ib.BuildPlan(ACCOUNT, REGION).estimate
     assert "minutes of CodeBuild" in text and "a month" in text
     assert json.dumps(text)  # plain text
+
+
+class RunningCodeBuild:
+    """CodeBuild with a build still running (moto finishes every build at once)."""
+
+    def list_builds_for_project(self, projectName, sortOrder):
+        return {"ids": ["captioner-stt-image:new", "captioner-stt-image:old"]}
+
+    def batch_get_builds(self, ids):
+        status = {"captioner-stt-image:new": "IN_PROGRESS"}
+        return {"builds": [{"id": i, "buildStatus": status.get(i, "SUCCEEDED")}
+                           for i in ids]}
+
+
+def test_a_build_already_running_is_followed_not_started_again(moto_url: str) -> None:
+    aws = replace(clients(moto_url), codebuild=RunningCodeBuild())
+    plan = ib.BuildPlan(ACCOUNT, REGION)
+    build_id = ib.start_build(aws, plan, b"unused", installation_id="0123456789abcdef",
+                              principal_arn=f"arn:aws:iam::{ACCOUNT}:user/moto")
+    assert build_id == "captioner-stt-image:new"
+    assert aws.s3.list_buckets()["Buckets"] == []  # nothing made, nothing uploaded
+    assert ib.running_build(clients(moto_url).codebuild) is None  # no project: none

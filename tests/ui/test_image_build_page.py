@@ -150,3 +150,50 @@ def test_a_build_needs_a_readable_account(qapp, qtbot, store, aws, monkeypatch):
         await page.runner.close()
 
     run_async(qapp, scenario, timeout=60)
+
+
+class StillBuilding:
+    """CodeBuild with a build started before Captioner was closed: running for two more
+    looks, then done."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def list_builds_for_project(self, projectName, sortOrder):
+        return {"ids": [f"{ib.PROJECT}:earlier"]}
+
+    def batch_get_builds(self, ids):
+        from datetime import UTC, datetime, timedelta
+        self.looks += 1
+        start = datetime.now(tz=UTC) - timedelta(minutes=12)
+        done = self.looks > 2
+        return {"builds": [{"id": ids[0], "buildStatus": "SUCCEEDED" if done else "IN_PROGRESS",
+                            "currentPhase": "COMPLETED" if done else "BUILD",
+                            "startTime": start,
+                            **({"endTime": start + timedelta(minutes=25)} if done else {})}]}
+
+
+def test_reopening_the_page_follows_a_build_still_running(qapp, qtbot, store, aws):
+    codebuild = StillBuilding()
+
+    class Clients(TestClients):
+        def __call__(self, settings):
+            from dataclasses import replace
+            return replace(super().__call__(settings), codebuild=codebuild)
+
+    service = AccountSetupService(Clients())
+
+    async def scenario() -> None:
+        page = open_page(qtbot, store, service)
+        stt = page.setups["stt"]
+        page.account.check_button.click()  # nothing else: the page finds the build itself
+        await wait_until(lambda: "Building in AWS CodeBuild — build, 0:12:"
+                         in stt.build_status.text(), 30, "the running build")
+        assert not stt.build_button.isEnabled()
+        await wait_until(lambda: stt.build_status.text().startswith("✔"), 30, "its end")
+        assert stt.build_status.text() == (f"✔ Built and pushed {IMAGE} in 0:25:00; it is "
+                                           "now the image.")
+        assert stt.image.currentText() == IMAGE
+        await page.runner.close()
+
+    run_async(qapp, scenario, timeout=120)

@@ -84,6 +84,13 @@ class AccountSetupService:
                              ) -> image_build.BuildProgress:
         return image_build.build_progress(self.clients(aws).codebuild, build_id)
 
+    def running_image_build(self, aws: AwsSettings
+                            ) -> tuple[image_build.BuildPlan, str] | None:
+        """A captions-image build still running in this account (Captioner was closed
+        while it ran), to follow again."""
+        build_id = image_build.running_build(self.clients(aws).codebuild)
+        return None if build_id is None else (self.plan_image_build(aws), build_id)
+
     def preflight(self, settings: Settings, kind: Kind) -> Preflight:
         """Every check, in order, with the saved plan (never raises for AWS's answers)."""
         plan = getattr(settings.cloud, kind)
