@@ -31,16 +31,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from captioner.aws import CredentialsError, KeyringCredentials
+from captioner.aws import KeyringCredentials
 from captioner.cloud.account import CallerIdentity, RoleInfo
 from captioner.cloud.deploy_plan import KINDS, Kind
-from captioner.cloud.errors import EndpointControlError
 from captioner.cloud.image_build import PROJECT, BuildPlan
 from captioner.cloud.images import ImageCandidate
 from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.preflight import Check, Preflight
+from captioner.cloud.preflight.checks import instances_needed
 from captioner.cloud.status import EndpointSnapshot
 from captioner.settings import AwsSettings, Settings
+from captioner.ui.confirm import ask
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.build_dialog import BuildDialog
@@ -164,6 +165,7 @@ class EndpointsPage(Page):
             setup.check_requested.connect(lambda k=kind: self.check(k))
             setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
             setup.build_image_requested.connect(self.build_image)
+            setup.preflight.quota_requested.connect(lambda k=kind: self.ask_quota(k))
             setup.refresh_requested.connect(self.refresh_lists)
             setup.preflight.accepted_changed.connect(lambda: self.commit())
             setup.edited.connect(setup.preflight.mark_stale)
@@ -357,6 +359,36 @@ class EndpointsPage(Page):
         setup.role_note.setText(f"✔ Created {role.name}; it is now the execution role.")
         self.commit()
 
+    # ---- quota ---------------------------------------------------------------------------
+
+    def ask_quota(self, kind: Kind) -> None:
+        self.runner.spawn(self._ask_quota(kind))
+
+    async def _ask_quota(self, kind: Kind) -> None:
+        """Ask AWS for enough quota of the pool's first type, once the user agrees; then
+        check again (the quota line then says the request is open)."""
+        settings = self.store.copy()
+        plan = getattr(settings.cloud, kind)
+        first = plan.instance_types[0] if plan.instance_types else "?"
+        needed = instances_needed(plan)
+        answer = await ask(
+            self, "Ask AWS for more quota?",
+            f"Ask AWS to raise the quota “{first} for endpoint usage” in "
+            f"{settings.aws.region} to {needed}? It is a request in Service Quotas: free, "
+            "and AWS answers by email, often within a day. Nothing bills until an endpoint "
+            "runs.", [("ask", "&Ask AWS"), ("cancel", "Cancel")], default="cancel")
+        if answer != "ask":
+            return
+        setup = self.setups[kind]
+        setup.preflight.set_running("Asking AWS for more quota…")
+        request, problem = await self.runner.outcome(self.service.request_quota_increase,
+                                                     settings, kind)
+        if request is None:
+            setup.preflight.set_running(f"Could not ask for more quota: {problem}")
+            return
+        log.info("= quota request for %s: %s", first, request.status)
+        self.check(kind)
+
     # ---- the captions image, built in the account -----------------------------------------
 
     def build_image(self) -> None:
@@ -393,14 +425,11 @@ class EndpointsPage(Page):
     async def _watch_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
         setup = self.setups["stt"]
         while True:
-            try:
-                progress = await self.runner.run(self.service.image_build_progress, aws,
-                                                 build_id)
-            except Exception as exc:
-                if not isinstance(exc, EndpointControlError | CredentialsError):
-                    log.exception("! reading the image build's progress")
+            progress, problem = await self.runner.outcome(self.service.image_build_progress,
+                                                          aws, build_id)
+            if progress is None:
                 setup.set_build_status(
-                    f"Could not read the build's progress: {exc} It goes on in AWS "
+                    f"Could not read the build's progress: {problem} It goes on in AWS "
                     f"(CodeBuild project {PROJECT}); press Refresh lists later.",
                     failed=True)
                 return

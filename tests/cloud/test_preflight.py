@@ -3,6 +3,8 @@ Service Quotas answer from Stubbers, which validate each request against the rea
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -175,17 +177,25 @@ def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
     fake_account.allow_pass_role()
     fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", None, default=0)
+    fake_account.quota_requests(None)  # may not read the requests: still a plain FAIL
     quota = run(fake_account, stt()).check(CheckId.QUOTA)
     assert quota.status is Status.FAIL
     assert quota.detail == (f"The quota “ml.g6.4xlarge for endpoint usage” is 0 in {REGION}; "
                             "the deploy needs 1.")
-    assert "Service Quotas console" in quota.fix
+    assert quota.fix.startswith("Ask AWS for 1 (free): “Ask AWS for more quota”")
 
     fake_account.allow_pass_role()
     fake_account.allow_role_access()
     fake_account.quota("ml.g6.4xlarge", 2)
+    fake_account.quota_requests([
+        {"DesiredValue": 1.0, "Status": "APPROVED", "Created": datetime(2026, 11, 2, tzinfo=UTC)},
+        {"DesiredValue": 3.0, "Status": "CASE_OPENED",
+         "Created": datetime(2026, 12, 5, 9, 30, tzinfo=UTC)}])
     autoscaled = run(fake_account, stt(autoscale_min=1, autoscale_max=3)).check(CheckId.QUOTA)
     assert autoscaled.status is Status.FAIL and "the deploy needs 3" in autoscaled.detail
+    assert autoscaled.detail.endswith("An increase to 3 was asked for on 2026-12-05 "
+                                      "(case opened).")
+    assert autoscaled.fix.startswith("Wait for AWS's answer")
 
 
 def test_model_sources(fake_account: FakeAccount) -> None:

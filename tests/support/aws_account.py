@@ -119,6 +119,18 @@ class FakeAccount:
                                      {"Quotas": defaults}, params)
 
 
+    def quota_requests(self, requests: list[dict[str, Any]] | None) -> None:
+        """The quota's increase requests so far (None: may not read them)."""
+        params = {"ServiceCode": "sagemaker", "QuotaCode": "L-12345678"}
+        if requests is None:
+            self.quotas.add_client_error(
+                "list_requested_service_quota_change_history_by_quota", "AccessDeniedException",
+                "not authorized", expected_params=params)
+        else:
+            self.quotas.add_response("list_requested_service_quota_change_history_by_quota",
+                                     {"RequestedQuotas": requests}, params)
+
+
 def _quota(instance_type: str, value: float) -> dict[str, Any]:
     return {"ServiceCode": "sagemaker", "QuotaCode": "L-12345678",
             "QuotaName": f"{instance_type} for endpoint usage", "Value": value}

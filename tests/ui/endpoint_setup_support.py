@@ -12,8 +12,12 @@ import boto3
 from botocore.stub import Stubber
 
 from captioner.cloud.account import AccountClients
+from captioner.cloud.endpoints import control_from_settings
+from captioner.cloud.manager import EndpointManager
 from captioner.settings import AwsSettings
-from captioner.ui.endpoints.aws_setup import default_clients
+from captioner.ui.endpoints.aws_setup import AccountSetupService, default_clients
+from captioner.ui.endpoints.runner import Runner
+from captioner.ui.endpoints_page import EndpointsPage
 
 ACCOUNT = "123456789012"
 REPO = "captioner-stt"
@@ -103,3 +107,22 @@ class NoKeys:
 
     def has_keys(self) -> bool:
         return bool(self.stored)
+
+
+def make_manager(store, service: AccountSetupService) -> EndpointManager:
+    """As the app wires it, polling faster: its deploy gate is the same preflight."""
+    return EndpointManager(lambda: control_from_settings(store.settings),
+                           lambda kind: getattr(store.settings.cloud, kind),
+                           poll_interval=0.05, monitor_interval=3600, tick_interval=None,
+                           preflight=lambda kind: service.preflight(store.settings, kind))
+
+
+def open_page(qtbot, store, service: AccountSetupService) -> EndpointsPage:
+    """The Endpoints page on ``service``, shown tall enough to need no scrolling."""
+    page = EndpointsPage(make_manager(store, service), store, service, keys=NoKeys(),
+                         runner=Runner())
+    qtbot.addWidget(page)
+    page.resize(900, 1400)
+    page.load(store.settings)
+    page.show()
+    return page

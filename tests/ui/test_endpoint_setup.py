@@ -14,14 +14,20 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from captioner import settings as settings_io
-from captioner.cloud.endpoints import control_from_settings
-from captioner.cloud.manager import EndpointManager, Phase
+from captioner.cloud.manager import Phase
 from captioner.cloud.preflight import ORDER
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints_page import EndpointsPage
 from tests.ui.conftest import run_async, wait_until
-from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, NoKeys, TestClients, push_image
+from tests.ui.endpoint_setup_support import (
+    ACCOUNT,
+    IMAGE,
+    NoKeys,
+    TestClients,
+    make_manager,
+    push_image,
+)
 
 CHEAP = "ml.g4dn.xlarge"  # moto knows this type; the bundled price is $0.7364/hour
 
@@ -30,14 +36,6 @@ CHEAP = "ml.g4dn.xlarge"  # moto knows this type; the bundled price is $0.7364/h
 def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)  # botocore sends every call there
     return moto_url
-
-
-def make_manager(store, service: AccountSetupService) -> EndpointManager:
-    """As the app wires it, polling faster: its deploy gate is the same preflight."""
-    return EndpointManager(lambda: control_from_settings(store.settings),
-                           lambda kind: getattr(store.settings.cloud, kind),
-                           poll_interval=0.05, monitor_interval=3600, tick_interval=None,
-                           preflight=lambda kind: service.preflight(store.settings, kind))
 
 
 def tick(pool, itype: str, on: bool) -> None:

@@ -14,8 +14,8 @@ from captioner.ui.endpoint_tray import tooltip_key
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints_page import EndpointsPage
 from tests.ui.conftest import run_async, wait_until
-from tests.ui.endpoint_setup_support import TestClients, push_image
-from tests.ui.test_endpoint_setup import CHEAP, make_manager
+from tests.ui.endpoint_setup_support import TestClients, make_manager, push_image
+from tests.ui.test_endpoint_setup import CHEAP
 
 ROLE_MISSING = ("FAIL  Execution role: No execution role is chosen. Fix: Choose a role that "
                 "SageMaker may assume, or let Captioner create one (Settings → Endpoints; "

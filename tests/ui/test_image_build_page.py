@@ -13,11 +13,8 @@ import pytest
 from captioner.cloud import image_build as ib
 from captioner.ui import endpoints_page
 from captioner.ui.endpoints.aws_setup import AccountSetupService
-from captioner.ui.endpoints.runner import Runner
-from captioner.ui.endpoints_page import EndpointsPage
 from tests.ui.conftest import run_async, wait_until
-from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, NoKeys, TestClients
-from tests.ui.test_endpoint_setup import make_manager
+from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, TestClients, open_page
 
 
 @pytest.fixture
@@ -47,16 +44,6 @@ class CodeBuildEdge(AccountSetupService):
                           imageManifest=json.dumps(MANIFEST))
         return ib.BuildProgress(self.outcome.status, real.phase, self.outcome.seconds,
                                 self.outcome.failure)
-
-
-def open_page(qtbot, store, service):
-    page = EndpointsPage(make_manager(store, service), store, service, keys=NoKeys(),
-                         runner=Runner())
-    qtbot.addWidget(page)
-    page.resize(900, 1400)
-    page.load(store.settings)
-    page.show()
-    return page
 
 
 def test_a_newcomer_builds_the_captions_image_from_the_page(qapp, qtbot, store, aws):

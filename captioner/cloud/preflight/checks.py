@@ -27,13 +27,12 @@ from captioner.cloud.images import build_and_push_command, find_image, parse_ima
 from captioner.cloud.model_source import inspect_s3_source, parse_model_source
 from captioner.cloud.preflight.report import Check, CheckId, Status
 from captioner.cloud.pricing import PriceTable, format_cost
+from captioner.cloud.quotas import QUOTA_NAME, find_quota, open_request
 from captioner.settings import DEFAULT_STT_MODEL, EndpointDeploySettings
 
 log = logging.getLogger(__name__)
 
 PRICING_URL = "https://aws.amazon.com/sagemaker/ai/pricing/"
-QUOTA_SERVICE_CODE = "sagemaker"
-QUOTA_NAME = "{instance_type} for endpoint usage"
 PASSED_TO_SERVICE_KEY = "iam:PassedToService"
 SETUP_PLACE = "Settings → Endpoints"
 MAX_DETAIL = 200  # characters of an AWS error message quoted in a check's detail
@@ -286,24 +285,6 @@ def _check_model(ctx: Context) -> Check:
     return Check(CheckId.MODEL, Status.PASS, f"{source.uri} is readable and not empty.")
 
 
-def _quota_value(quotas: Any, name: str) -> float | None:
-    """The applied quota named ``name``, else its default; None if there is none."""
-    for operation in ("list_service_quotas", "list_aws_default_service_quotas"):
-        token: str | None = None
-        while True:
-            params: dict[str, Any] = {"ServiceCode": QUOTA_SERVICE_CODE, "MaxResults": 100}
-            if token:
-                params["NextToken"] = token
-            page = acct.call(quotas, operation, **params)
-            for quota in page.get("Quotas", []):
-                if quota.get("QuotaName") == name and "Value" in quota:
-                    return float(quota["Value"])
-            token = page.get("NextToken")
-            if not token:
-                break
-    return None
-
-
 def instances_needed(settings: EndpointDeploySettings) -> int:
     """Instances the deploy may run at once: one, or the autoscaling maximum."""
     return max(1, settings.autoscale_max) if settings.autoscale_min > 0 else 1
@@ -314,17 +295,27 @@ def _check_quota(ctx: Context) -> Check:
     first = validate_instance_types(ctx.settings.instance_types)[0]
     name = QUOTA_NAME.format(instance_type=first)
     needed = instances_needed(ctx.settings)
-    value = _quota_value(ctx.clients.service_quotas, name)
-    if value is None:
+    quota = find_quota(ctx.clients.service_quotas, first)
+    if quota is None:
         return Check(CheckId.QUOTA, Status.UNKNOWN,
                      f"Service Quotas has no quota named “{name}” in {ctx.region}.",
                      "Override this check if you know the account may run this type.")
+    value = quota.value
     if value < needed:
-        return Check(CheckId.QUOTA, Status.FAIL,
-                     f"The quota “{name}” is {value:g} in {ctx.region}; the deploy needs "
-                     f"{needed}.",
-                     f"Request an increase to at least {needed} in the Service Quotas console "
-                     "(Amazon SageMaker), or put a type with quota first in the pool.")
+        detail = (f"The quota “{name}” is {value:g} in {ctx.region}; the deploy needs "
+                  f"{needed}.")
+        try:
+            waiting = open_request(ctx.clients.service_quotas, quota)
+        except EndpointControlError:  # may not read the request history: ask anyway
+            waiting = None
+        if waiting is not None:
+            return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
+                         "Wait for AWS's answer (by email, often within a day), then press "
+                         "Check set-up; or put a type with quota first in the pool.")
+        return Check(CheckId.QUOTA, Status.FAIL, detail,
+                     f"Ask AWS for {needed} (free): “Ask AWS for more quota” under these checks in "
+                     "Settings → Endpoints, or the Service Quotas console; or put a type with "
+                     "quota first in the pool.")
     return Check(CheckId.QUOTA, Status.PASS,
                  f"The quota “{name}” is {value:g} (needs {needed}).")
 

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from captioner.aws import available_profiles
 from captioner.cloud import account as acct
 from captioner.cloud import image_build
-from captioner.cloud.deploy_plan import Kind
+from captioner.cloud.deploy_plan import Kind, validate_instance_types
 from captioner.cloud.endpoints import client_factory, session_from_settings
-from captioner.cloud.errors import CredentialsError
+from captioner.cloud.errors import CredentialsError, DeployConfigError
 from captioner.cloud.images import ImageCandidate, list_images
 from captioner.cloud.preflight import Preflight, run_preflight
+from captioner.cloud.preflight.checks import instances_needed
 from captioner.cloud.pricing import PriceTable, load_prices
+from captioner.cloud.quotas import QuotaRequest, find_quota, request_increase
 from captioner.cloud.state import load_state
 from captioner.settings import AwsSettings, Settings
 from captioner.ui.endpoints.service import RoleProposal
@@ -90,6 +92,18 @@ class AccountSetupService:
         while it ran), to follow again."""
         build_id = image_build.running_build(self.clients(aws).codebuild)
         return None if build_id is None else (self.plan_image_build(aws), build_id)
+
+    def request_quota_increase(self, settings: Settings, kind: Kind) -> QuotaRequest:
+        """Ask AWS for enough endpoint quota of the pool's first type (or return the
+        request still open)."""
+        plan = getattr(settings.cloud, kind)
+        first = validate_instance_types(plan.instance_types)[0]
+        quotas = self.clients(settings.aws).service_quotas
+        quota = find_quota(quotas, first)
+        if quota is None:
+            raise DeployConfigError(f"Service Quotas has no quota for {first} endpoints in "
+                                    f"{settings.aws.region}.")
+        return request_increase(quotas, quota, instances_needed(plan))
 
     def preflight(self, settings: Settings, kind: Kind) -> Preflight:
         """Every check, in order, with the saved plan (never raises for AWS's answers)."""

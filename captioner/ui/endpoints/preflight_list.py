@@ -9,9 +9,9 @@ The report itself is ``captioner.cloud.preflight``'s, the same as ``endpoint che
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from captioner.cloud.preflight import Check, Preflight, Status
+from captioner.cloud.preflight import Check, CheckId, Preflight, Status
 from captioner.cloud.preflight.checks import NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE
 from captioner.ui.endpoints.service import gate
 
@@ -29,6 +29,7 @@ def line_of(check: Check) -> str:
 
 class PreflightList(QWidget):
     accepted_changed = Signal()
+    quota_requested = Signal()  # "Ask AWS for more" under a failing quota check
 
     def __init__(self, noun: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -38,6 +39,8 @@ class PreflightList(QWidget):
         self.accepted: list[str] = []
         self.labels: dict[str, QLabel] = {}
         self.overrides: dict[str, QCheckBox] = {}
+        self.actions: list[QPushButton] = []  # buttons that fix a failing check
+        self.quota_button: QPushButton | None = None
         self.summary = QLabel("Not checked yet.")
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName(f"{noun} preflight result")
@@ -69,10 +72,11 @@ class PreflightList(QWidget):
 
     def set_preflight(self, preflight: Preflight | None) -> None:
         """Show ``preflight`` (None clears the list)."""
-        for widget in [*self.labels.values(), *self.overrides.values()]:
+        for widget in [*self.labels.values(), *self.overrides.values(), *self.actions]:
             self._layout.removeWidget(widget)
             widget.deleteLater()
-        self.labels, self.overrides = {}, {}
+        self.labels, self.overrides, self.actions = {}, {}, []
+        self.quota_button = None
         self.preflight = preflight
         for check in self.checks:
             key, line = check.id.value, line_of(check)
@@ -94,6 +98,12 @@ class PreflightList(QWidget):
                 box.toggled.connect(lambda on, key=key: self._toggle(key, on))
                 self._layout.addWidget(box)
                 self.overrides[key] = box
+            if check.id is CheckId.QUOTA and check.status is Status.FAIL:
+                self.quota_button = QPushButton("Ask AWS for more &quota…")
+                self.quota_button.setAccessibleName("Ask AWS for more endpoint quota")
+                self.quota_button.clicked.connect(self.quota_requested.emit)
+                self._layout.addWidget(self.quota_button, 0, Qt.AlignmentFlag.AlignLeft)
+                self.actions.append(self.quota_button)
         self._show_summary()
 
     def _toggle(self, key: str, on: bool) -> None:

@@ -44,18 +44,23 @@ class Runner:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, functools.partial(fn, *args))
 
-    async def _call(self, fn: Callable[..., T], args: tuple[Any, ...],
-                    done: Callable[[T], None], failed: Callable[[str], None]) -> None:
+    async def outcome(self, fn: Callable[..., T], *args: Any) -> tuple[T | None, str]:
+        """``(result, "")``, or ``(None, readable reason)`` when ``fn`` failed."""
         try:
-            result = await self.run(fn, *args)
+            return await self.run(fn, *args), ""
         except (EndpointControlError, CredentialsError) as exc:
-            failed(str(exc))
-            return
+            return None, str(exc)
         except Exception as exc:  # a bug or an unforeseen library error: say so, loudly
             log.exception("! endpoint set-up call %s failed", getattr(fn, "__name__", fn))
-            failed(f"Unexpected error: {exc}")
+            return None, f"Unexpected error: {exc}"
+
+    async def _call(self, fn: Callable[..., T], args: tuple[Any, ...],
+                    done: Callable[[T], None], failed: Callable[[str], None]) -> None:
+        result, problem = await self.outcome(fn, *args)
+        if problem:
+            failed(problem)
             return
-        done(result)
+        done(result)  # type: ignore[arg-type]  # no problem: fn returned a result
 
     @property
     def busy(self) -> bool:
