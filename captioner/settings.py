@@ -135,6 +135,7 @@ class TranscriptSettings:
         default_factory=lambda: str(Path(platformdirs.user_documents_dir()) / APP_NAME)
     )
     export_folder: str = ""  # where the last export went: the save dialog opens there
+    history_text_points: int = 0  # the history window's transcript text; 0: the system's
 
 
 @dataclass

@@ -105,6 +105,8 @@ class CaptionerApp(QObject):
         if settings.transcript.export_folder:
             self.history.last_export_folder = Path(settings.transcript.export_folder)
         self.history.exported.connect(self._remember_export_folder)
+        self.history.set_text_points(settings.transcript.history_text_points)
+        self.history.text_size_changed.connect(self._remember_history_text_size)
         self.feed = FeedOutputs(self._on_notice)
         self.endpoint_setup = endpoint_setup or AccountSetupService()
         self.endpoints = endpoints or EndpointManager(
@@ -311,6 +313,10 @@ class CaptionerApp(QObject):
         """The next export's dialog opens where this one went, after a restart too."""
         self.store.settings.transcript.export_folder = str(Path(path).parent)
         self.store.touched()  # saved soon; nothing else depends on it
+
+    def _remember_history_text_size(self, points: int) -> None:
+        self.store.settings.transcript.history_text_points = points
+        self.store.touched()
 
     def _on_spoken(self, text: str) -> None:
         self.controller.add_typed(text)

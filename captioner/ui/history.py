@@ -59,9 +59,13 @@ def line_label(line: CaptionLine) -> str:
     return f"[{clock(line.start)}] {mark}{labelled(line)}"
 
 
+MIN_TEXT_POINTS, MAX_TEXT_POINTS = 8, 40
+
+
 class HistoryWindow(QWidget):
     exported = Signal(str)  # path written
     message = Signal(str)  # a readable result or error
+    text_size_changed = Signal(int)  # points of the transcript text; 0: the system's
 
     def __init__(self, folder: Path, actions: AppActions | None = None,
                  parent: QWidget | None = None) -> None:
@@ -89,6 +93,14 @@ class HistoryWindow(QWidget):
         self.lines.setAccessibleName("Transcript lines")
         self.lines.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.lines.setWordWrap(True)
+        self._system_points = self.lines.font().pointSize()
+        self.text_points = 0  # 0: the system's size
+        self.smaller_button = self._size_button("A−", "Smaller transcript text", -2,
+                                                QKeySequence.StandardKey.ZoomOut)
+        self.bigger_button = self._size_button("A+", "Bigger transcript text", 2,
+                                               QKeySequence.StandardKey.ZoomIn)
+        QShortcut(QKeySequence("Ctrl+="), self, lambda: self.step_text_size(2))
+        QShortcut(QKeySequence("Ctrl+0"), self, lambda: self.set_text_points(0))
         self.count_label = QLabel()
         self.count_label.setAccessibleName("Match count")
         self.status_label = QLabel()
@@ -124,6 +136,8 @@ class HistoryWindow(QWidget):
         for b in self.export_buttons.values():
             buttons.addWidget(b)
         buttons.addStretch(1)
+        buttons.addWidget(self.smaller_button)
+        buttons.addWidget(self.bigger_button)
         rv.addLayout(buttons)
         rv.addWidget(self.status_label)
         splitter = QSplitter()
@@ -150,6 +164,35 @@ class HistoryWindow(QWidget):
         self.session_list.currentRowChanged.connect(self._on_session_row)
         self.message.connect(self.status_label.setText)
         self._refresh_sessions()
+
+    # --- text size ----------------------------------------------------------
+
+    def _size_button(self, text: str, name: str, step: int,
+                     key: QKeySequence.StandardKey) -> QPushButton:
+        button = QPushButton(text)
+        shortcut = QKeySequence(key).toString(QKeySequence.SequenceFormat.NativeText)
+        button.setAccessibleName(name)
+        button.setToolTip(f"{name} ({shortcut}; Ctrl+0: normal size)")
+        button.clicked.connect(lambda: self.step_text_size(step))
+        QShortcut(key, self, lambda: self.step_text_size(step))
+        return button
+
+    def step_text_size(self, step: int) -> None:
+        self.set_text_points((self.text_points or self._system_points) + step)
+
+    def set_text_points(self, points: int) -> None:
+        """The transcript lines' size in points (0: the system's), kept in range."""
+        if points:
+            points = max(MIN_TEXT_POINTS, min(MAX_TEXT_POINTS, points))
+            points = 0 if points == self._system_points else points
+        font = self.lines.font()
+        font.setPointSize(points or self._system_points)
+        self.lines.setFont(font)
+        self.smaller_button.setEnabled((points or self._system_points) > MIN_TEXT_POINTS)
+        self.bigger_button.setEnabled((points or self._system_points) < MAX_TEXT_POINTS)
+        if points != self.text_points:
+            self.text_points = points
+            self.text_size_changed.emit(points)
 
     # --- sessions -----------------------------------------------------------
 

@@ -157,3 +157,36 @@ def test_past_sessions_are_listed_by_when_they_started_newest_first(qtbot, tmp_p
     assert titles == ["This session", "not-a-stamp", "Sat 5 Dec 2026, 19:25:11",
                       "Fri 4 Dec 2026, 08:01:02"]
     assert window.windowTitle() == "Transcript history — Captioner"
+
+
+def test_the_transcript_text_size_changes_by_keyboard_and_buttons_within_bounds(qtbot,
+                                                                                tmp_path):
+    window = filled(qtbot, tmp_path)
+    window.show()
+    window.lines.activateWindow()
+    window.lines.setFocus()
+    qtbot.waitUntil(window.lines.hasFocus, timeout=2000)
+    normal = window.lines.font().pointSize()
+    qtbot.keyClick(window.lines, Qt.Key.Key_Plus, Qt.KeyboardModifier.ControlModifier)
+    qtbot.keyClick(window.lines, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier)
+    assert window.lines.font().pointSize() == normal + 4 == window.text_points
+    window.smaller_button.click()
+    assert window.lines.font().pointSize() == normal + 2
+    for _ in range(30):
+        window.bigger_button.click()
+    assert window.lines.font().pointSize() == 40 and not window.bigger_button.isEnabled()
+    qtbot.keyClick(window.lines, Qt.Key.Key_0, Qt.KeyboardModifier.ControlModifier)
+    assert window.lines.font().pointSize() == normal and window.text_points == 0
+    assert window.bigger_button.accessibleName() == "Bigger transcript text"
+
+
+def test_the_transcript_text_size_is_kept_across_app_runs(qtbot, store):
+    app = CaptionerApp(store, tray_available=False)
+    normal = app.history.lines.font().pointSize()
+    app.history.bigger_button.click()
+    app.history.bigger_button.click()
+    store.flush()
+    saved = settings_io.load()
+    assert saved.transcript.history_text_points == normal + 4
+    again = CaptionerApp(SettingsStore(saved), tray_available=False)  # the next launch
+    assert again.history.lines.font().pointSize() == normal + 4
