@@ -91,6 +91,7 @@ def test_a_newcomer_asks_aws_for_quota_from_the_page(qapp, qtbot, store, aws):
                                      "day), then press Check set-up; or put a type with quota "
                                      "first in the pool.")
         assert "An increase to 1 was asked for on 2026-12-06 (case opened)." in quota_line()
+        assert stt.preflight.quota_button is None  # nothing more to ask while it is open
         await page.runner.close()
 
     run_async(qapp, scenario, timeout=120)

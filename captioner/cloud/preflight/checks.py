@@ -312,10 +312,10 @@ def _check_quota(ctx: Context) -> Check:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
                          "Wait for AWS's answer (by email, often within a day), then press "
                          "Check set-up; or put a type with quota first in the pool.")
-        return Check(CheckId.QUOTA, Status.FAIL, detail,
-                     f"Ask AWS for {needed} (free): “Ask AWS for more quota” under these checks in "
-                     "Settings → Endpoints, or the Service Quotas console; or put a type with "
-                     "quota first in the pool.")
+        ask = (f"Ask AWS for {needed} (free): “Ask AWS for more quota” under these checks "
+               "in Settings → Endpoints, or the Service Quotas console; or put a type with "
+               "quota first in the pool.")
+        return Check(CheckId.QUOTA, Status.FAIL, detail, ask, can_ask_quota=True)
     return Check(CheckId.QUOTA, Status.PASS,
                  f"The quota “{name}” is {value:g} (needs {needed}).")
 

@@ -61,6 +61,7 @@ class Check:
     status: Status
     detail: str
     fix: str = ""
+    can_ask_quota: bool = False  # the fix is a quota request the set-up can file itself
 
     @property
     def title(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QCheckBox, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from captioner.cloud.preflight import Check, CheckId, Preflight, Status
+from captioner.cloud.preflight import Check, Preflight, Status
 from captioner.cloud.preflight.checks import NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE
 from captioner.ui.endpoints.service import gate
 
@@ -98,7 +98,7 @@ class PreflightList(QWidget):
                 box.toggled.connect(lambda on, key=key: self._toggle(key, on))
                 self._layout.addWidget(box)
                 self.overrides[key] = box
-            if check.id is CheckId.QUOTA and check.status is Status.FAIL:
+            if check.can_ask_quota:
                 self.quota_button = QPushButton("Ask AWS for more &quota…")
                 self.quota_button.setAccessibleName("Ask AWS for more endpoint quota")
                 self.quota_button.clicked.connect(self.quota_requested.emit)
