@@ -1,4 +1,4 @@
-"""`captioner endpoint check|deploy|status|stop|list`: the SageMaker endpoints from a terminal.
+"""`captioner endpoint ACTION`: the SageMaker endpoints and their image from a terminal.
 
 Defaults come from settings (cloud.stt / cloud.tts, aws.region / aws.profile); flags
 override them for this run only. ``check`` runs the preflight and exits 0 only when
@@ -7,22 +7,31 @@ UNKNOWN check may be accepted with ``--accept-unknown``), then shows the plan, i
 estimated hourly cost and when AWS itself will delete it (the maximum lifetime), and
 asks before creating anything (``--yes`` skips the question). Stop and list act on this
 installation's endpoints; colleagues' are listed read-only, and deleting one is a
-forced stop whose name must be typed.
+forced stop whose name must be typed. ``build-image`` has AWS CodeBuild build the captions
+image in the account (no Docker), after saying what it creates and costs.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError
 
 from captioner import settings as settings_mod
-from captioner.cloud import scaling
+from captioner.cloud import image_build, scaling
+from captioner.cloud.account import AccountClients, caller_identity
 from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind, lifetime_text
-from captioner.cloud.endpoints import CostEstimate, EndpointControl, control_from_settings
+from captioner.cloud.endpoints import (
+    CostEstimate,
+    EndpointControl,
+    client_factory,
+    control_from_settings,
+    session_from_settings,
+)
 from captioner.cloud.errors import (
     DeployConfigError,
     DeployFailedError,
@@ -30,9 +39,10 @@ from captioner.cloud.errors import (
     NotOwnedError,
     translate,
 )
+from captioner.cloud.images import DEFAULT_STT_REPOSITORY
 from captioner.cloud.preflight import CheckId, Preflight, Status, preflight_from_settings
 from captioner.cloud.pricing import format_cost
-from captioner.cloud.state import remember_region
+from captioner.cloud.state import load_state, remember_region
 from captioner.cloud.status import EndpointSnapshot
 from captioner.cloud.watch import wait_for, wait_in_service
 
@@ -92,6 +102,12 @@ def register(subparsers: Any) -> None:
 
     actions.add_parser("list", parents=[common],
                        help="list Captioner's endpoints in the account (yours and others')")
+
+    build = actions.add_parser("build-image", parents=[common],
+                               help="build the captions image in your account with AWS "
+                                    "CodeBuild and push it to ECR (no Docker needed)")
+    build.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
+    build.add_argument("--wait", action="store_true", help="follow the build to its end")
     parser.set_defaults(func=run)
 
 
@@ -100,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_mod.load()
         if args.action == "check":
             return _check(args, settings)
+        if args.action == "build-image":
+            return _build_image(args, settings)
         control = make_control(args, settings)
         action = {"deploy": _deploy, "status": _status, "stop": _stop, "list": _list}
         return action[args.action](args, control, settings)
@@ -350,6 +368,39 @@ def _print_progress(snap: EndpointSnapshot) -> None:
     print("  ", end="")
     _print_snapshot(snap)
     sys.stdout.flush()
+
+
+def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
+    """What the GUI's "Build it in my account…" does, asked and followed in the terminal."""
+    region = args.region or settings.aws.region
+    aws = replace(settings.aws, region=region, profile=args.profile or settings.aws.profile)
+    session = session_from_settings(replace(settings, aws=aws), region)
+    clients = AccountClients.from_factory(client_factory(session, region))
+    me = caller_identity(clients.sts)
+    plan = image_build.BuildPlan(me.account, region, me.partition)
+    print(f"Image     {plan.image_uri}")
+    print(f"Creates   (if missing) ECR repository {DEFAULT_STT_REPOSITORY}, S3 bucket "
+          f"{plan.bucket}, IAM role {image_build.ROLE_NAME}, CodeBuild project "
+          f"{image_build.PROJECT}")
+    print(f"Cost      {plan.estimate}")
+    if not args.yes and not _confirm("Build the image?"):
+        print("nothing was created")
+        return 1
+    context = image_build.context_zip(image_build.container_dir())
+    build_id = image_build.start_build(clients, plan, context,
+                                       installation_id=load_state().installation_id,
+                                       principal_arn=me.arn)
+    print(f"build {build_id} started; it goes on in AWS if this command stops")
+    if not args.wait:
+        return 0
+    while (progress := image_build.build_progress(clients.codebuild, build_id)).running:
+        print(f"  {progress.phase.lower()}, {_hms(progress.seconds)}", flush=True)
+        time.sleep(args.poll_interval)
+    if not progress.succeeded:
+        _err(f"the build ended {progress.status.lower()}: {progress.failure or 'no reason'}")
+        return 1
+    print(f"pushed {plan.image_uri} ({_hms(progress.seconds)})")
+    return 0
 
 
 def _hms(seconds: float) -> str:

@@ -108,3 +108,22 @@ def test_unknown_profile_is_a_clear_error(cli_env: Path, capsys: pytest.CaptureF
     assert cli("list", "--profile", "nope") == 1
     assert ("error: AWS profile 'nope' is not in your AWS config. "
             "Run `aws configure --profile nope`") in capsys.readouterr().err
+
+
+def test_build_image_says_what_it_creates_and_builds_only_when_told(
+        cli_env: Path, moto_url: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    codebuild = boto3.client("codebuild", region_name="us-east-1", endpoint_url=moto_url)
+    monkeypatch.setattr("builtins.input", lambda _prompt: "n")
+    assert cli("build-image") == 1
+    out = capsys.readouterr().out
+    assert "Image     123456789012.dkr.ecr.us-east-1.amazonaws.com/captioner-stt:latest" in out
+    assert "S3 bucket captioner-build-123456789012-us-east-1" in out
+    assert "a month" in out and "nothing was created" in out
+    assert codebuild.list_projects()["projects"] == []
+
+    assert cli("build-image", "--yes", "--wait") == 0
+    out = capsys.readouterr().out
+    assert "build captioner-stt-image:" in out and "started" in out
+    assert "pushed 123456789012.dkr.ecr.us-east-1.amazonaws.com/captioner-stt:latest" in out
+    assert codebuild.list_projects()["projects"] == ["captioner-stt-image"]
