@@ -94,6 +94,8 @@ class HistoryWindow(QWidget):
         self.lines.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.lines.setWordWrap(True)
         self._system_points = self.lines.font().pointSize()
+        if self._system_points <= 0:  # a font sized in pixels: start from a usual size
+            self._system_points = 10
         self.text_points = 0  # 0: the system's size
         self.smaller_button = self._size_button("A−", "Smaller transcript text", -2,
                                                 QKeySequence.StandardKey.ZoomOut)

@@ -190,3 +190,17 @@ def test_the_transcript_text_size_is_kept_across_app_runs(qtbot, store):
     assert saved.transcript.history_text_points == normal + 4
     again = CaptionerApp(SettingsStore(saved), tray_available=False)  # the next launch
     assert again.history.lines.font().pointSize() == normal + 4
+
+
+def test_a_font_sized_in_pixels_still_steps_in_points(qtbot, tmp_path, qapp):
+    old = qapp.font()
+    pixels = qapp.font()
+    pixels.setPixelSize(14)  # some desktops size the default font in pixels
+    qapp.setFont(pixels)
+    try:
+        window = HistoryWindow(tmp_path / "transcripts")
+        qtbot.addWidget(window)
+        window.bigger_button.click()
+        assert window.lines.font().pointSize() == 12 == window.text_points
+    finally:
+        qapp.setFont(old)
