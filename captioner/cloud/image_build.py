@@ -33,6 +33,7 @@ from captioner.cloud.account import (
 from captioner.cloud.calls import call
 from captioner.cloud.errors import AwsError, DeployConfigError
 from captioner.cloud.images import DEFAULT_STT_REPOSITORY, DEFAULT_TAG
+from captioner.cloud.state import load_state
 
 log = logging.getLogger(__name__)
 
@@ -222,6 +223,14 @@ def start_build(clients: AccountClients, plan: BuildPlan, context: bytes, *,
     return str(build["id"])
 
 
+def start_build_here(clients: AccountClients, plan: BuildPlan, principal_arn: str) -> str:
+    """:func:`start_build` with this Captioner's own ``container/``, tagged with this
+    installation (what the page and ``endpoint build-image`` both do)."""
+    return start_build(clients, plan, context_zip(container_dir()),
+                       installation_id=load_state().installation_id,
+                       principal_arn=principal_arn)
+
+
 def build_progress(codebuild: Any, build_id: str, now: datetime | None = None
                    ) -> BuildProgress:
     builds = call(codebuild, "batch_get_builds", ids=[build_id]).get("builds") or []
@@ -294,4 +303,5 @@ def _ensure_project(codebuild: Any, plan: BuildPlan, role_arn: str) -> None:
 
 
 __all__ = ["BUILDSPEC", "BuildPlan", "BuildProgress", "build_progress",
-           "container_dir", "context_zip", "running_build", "start_build"]
+           "container_dir", "context_zip", "running_build", "start_build",
+           "start_build_here"]

@@ -42,7 +42,7 @@ from captioner.cloud.errors import (
 from captioner.cloud.images import DEFAULT_STT_REPOSITORY
 from captioner.cloud.preflight import CheckId, Preflight, Status, preflight_from_settings
 from captioner.cloud.pricing import format_cost
-from captioner.cloud.state import load_state, remember_region
+from captioner.cloud.state import remember_region
 from captioner.cloud.status import EndpointSnapshot
 from captioner.cloud.watch import wait_for, wait_in_service
 
@@ -386,10 +386,7 @@ def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> i
     if not args.yes and not _confirm("Build the image?"):
         print("nothing was created")
         return 1
-    context = image_build.context_zip(image_build.container_dir())
-    build_id = image_build.start_build(clients, plan, context,
-                                       installation_id=load_state().installation_id,
-                                       principal_arn=me.arn)
+    build_id = image_build.start_build_here(clients, plan, me.arn)
     print(f"build {build_id} started; it goes on in AWS if this command stops")
     if not args.wait:
         return 0

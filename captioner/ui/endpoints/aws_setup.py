@@ -77,10 +77,8 @@ class AccountSetupService:
 
     def start_image_build(self, aws: AwsSettings, plan: image_build.BuildPlan) -> str:
         clients = self.clients(aws)
-        context = image_build.context_zip(image_build.container_dir())
-        return image_build.start_build(clients, plan, context,
-                                       installation_id=load_state().installation_id,
-                                       principal_arn=acct.caller_identity(clients.sts).arn)
+        return image_build.start_build_here(clients, plan,
+                                            acct.caller_identity(clients.sts).arn)
 
     def image_build_progress(self, aws: AwsSettings, build_id: str
                              ) -> image_build.BuildProgress:

@@ -39,8 +39,7 @@ class PreflightList(QWidget):
         self.accepted: list[str] = []
         self.labels: dict[str, QLabel] = {}
         self.overrides: dict[str, QCheckBox] = {}
-        self.actions: list[QPushButton] = []  # buttons that fix a failing check
-        self.quota_button: QPushButton | None = None
+        self.quota_button: QPushButton | None = None  # under a quota check it can fix
         self.summary = QLabel("Not checked yet.")
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName(f"{noun} preflight result")
@@ -72,11 +71,11 @@ class PreflightList(QWidget):
 
     def set_preflight(self, preflight: Preflight | None) -> None:
         """Show ``preflight`` (None clears the list)."""
-        for widget in [*self.labels.values(), *self.overrides.values(), *self.actions]:
+        buttons = [self.quota_button] if self.quota_button is not None else []
+        for widget in [*self.labels.values(), *self.overrides.values(), *buttons]:
             self._layout.removeWidget(widget)
             widget.deleteLater()
-        self.labels, self.overrides, self.actions = {}, {}, []
-        self.quota_button = None
+        self.labels, self.overrides, self.quota_button = {}, {}, None
         self.preflight = preflight
         for check in self.checks:
             key, line = check.id.value, line_of(check)
@@ -103,7 +102,6 @@ class PreflightList(QWidget):
                 self.quota_button.setAccessibleName("Ask AWS for more endpoint quota")
                 self.quota_button.clicked.connect(self.quota_requested.emit)
                 self._layout.addWidget(self.quota_button, 0, Qt.AlignmentFlag.AlignLeft)
-                self.actions.append(self.quota_button)
         self._show_summary()
 
     def _toggle(self, key: str, on: bool) -> None:
