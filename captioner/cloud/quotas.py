@@ -47,21 +47,32 @@ class QuotaRequest:
 def find_quota(quotas: Any, instance_type: str) -> Quota | None:
     """The applied quota of ``instance_type``'s endpoint usage, else its default; None
     when Service Quotas has none of that name."""
-    name = QUOTA_NAME.format(instance_type=instance_type)
+    return find_quotas(quotas, [instance_type]).get(instance_type)
+
+
+def find_quotas(quotas: Any, instance_types: list[str] | tuple[str, ...]
+                ) -> dict[str, Quota]:
+    """The endpoint-usage quota of each of ``instance_types`` that Service Quotas
+    knows, the applied value else the default, in one pass over each list (a pool has
+    up to five types; the lists hold hundreds of SageMaker quotas)."""
+    wanted = {QUOTA_NAME.format(instance_type=t): t for t in instance_types}
+    found: dict[str, Quota] = {}
     for operation in ("list_service_quotas", "list_aws_default_service_quotas"):
         token: str | None = None
-        while True:
+        while len(found) < len(wanted):
             params: dict[str, Any] = {"ServiceCode": SERVICE_CODE, "MaxResults": 100}
             if token:
                 params["NextToken"] = token
             page = call(quotas, operation, **params)
             for quota in page.get("Quotas", []):
-                if quota.get("QuotaName") == name and "Value" in quota:
-                    return Quota(name, str(quota.get("QuotaCode", "")), float(quota["Value"]))
+                name = quota.get("QuotaName")
+                if name in wanted and wanted[name] not in found and "Value" in quota:
+                    found[wanted[name]] = Quota(name, str(quota.get("QuotaCode", "")),
+                                                float(quota["Value"]))
             token = page.get("NextToken")
             if not token:
                 break
-    return None
+    return found
 
 
 def open_request(quotas: Any, quota: Quota) -> QuotaRequest | None:
@@ -90,5 +101,5 @@ def _request(raw: dict[str, Any]) -> QuotaRequest:
                         created if isinstance(created, datetime) else None)
 
 
-__all__ = ["QUOTA_NAME", "SERVICE_CODE", "Quota", "QuotaRequest", "find_quota",
+__all__ = ["QUOTA_NAME", "SERVICE_CODE", "Quota", "QuotaRequest", "find_quota", "find_quotas",
            "open_request", "request_increase"]

@@ -235,7 +235,7 @@ def test_unknown_price_is_unknown_and_a_pool_shows_its_range(fake_account: FakeA
     fake_account.quota("ml.p5.48xlarge", 1)
     price = run(fake_account, stt(instance_types=["ml.p5.48xlarge"])).check(CheckId.PRICE)
     assert price.status is Status.UNKNOWN and "No price is known for ml.p5.48xlarge" in price.detail
-    fake_account.quota("ml.g6.xlarge", 1)
+    fake_account.pool_quotas({"ml.g6.xlarge": 1}, defaults={})
     pool = run(fake_account, stt(instance_types=["ml.g6.xlarge", "ml.g5.xlarge", "ml.p5.48xlarge"])
                ).check(CheckId.PRICE)
     assert pool.status is Status.PASS
@@ -288,3 +288,46 @@ def test_a_role_that_may_not_pull_the_image_or_read_the_model_fails(
         f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/{STT_REPO}; "
         "s3:GetObject on arn:aws:s3:::voxtral-weights/voxtral/.")
     assert "let Captioner create a role" in access.fix
+
+
+POOL = ["ml.g6.xlarge", "ml.g5.xlarge", "ml.g4dn.xlarge"]
+
+
+def test_every_pool_type_is_looked_up_in_one_pass(fake_account: FakeAccount) -> None:
+    """The first type's quota decides; a fallback without quota is named, since the pool
+    falls back on capacity only. The applied list is read page by page once, the
+    default list once for the types it lacked (the Stubber fails on any other call)."""
+    fake_account.pool_quotas({"ml.g6.xlarge": 1, "ml.p4d.24xlarge": 0}, {"ml.g5.xlarge": 2},
+                             defaults={"ml.g4dn.xlarge": 0})
+    quota = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
+    assert quota.status is Status.PASS
+    assert quota.detail == ("The quota “ml.g6.xlarge for endpoint usage” is 1 (needs 1). "
+                            "No quota for 1 of ml.g4dn.xlarge: when ml.g6.xlarge has no "
+                            "capacity, the deploy cannot fall back to it.")
+
+    fake_account.pool_quotas({"ml.g6.xlarge": 1, "ml.g5.xlarge": 1, "ml.g4dn.xlarge": 3})
+    whole = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
+    assert whole.detail == "The quota “ml.g6.xlarge for endpoint usage” is 1 (needs 1)."
+
+
+def test_a_first_type_without_quota_names_the_pool_types_that_have_it(
+        fake_account: FakeAccount) -> None:
+    fake_account.pool_quotas({"ml.g6.xlarge": 0, "ml.g4dn.xlarge": 1}, defaults={"ml.g5.xlarge": 0})
+    fake_account.quota_requests([])
+    quota = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
+    assert quota.status is Status.FAIL and quota.can_ask_quota
+    assert quota.detail == (f"The quota “ml.g6.xlarge for endpoint usage” is 0 in {REGION}; "
+                            "the deploy needs 1. Quota for 1 is there for ml.g4dn.xlarge in "
+                            "the pool.")
+    assert quota.fix == ("Put ml.g4dn.xlarge first in the pool to deploy now; or ask AWS for 1 "
+                         "(free): “Ask AWS for more quota” under these checks in Settings → "
+                         "Endpoints, or the Service Quotas console.")
+
+    fake_account.pool_quotas({"ml.g6.xlarge": 0, "ml.g5.xlarge": 1, "ml.g4dn.xlarge": 1})
+    fake_account.quota_requests([{"DesiredValue": 1.0, "Status": "PENDING"}])
+    waiting = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
+    assert "there for ml.g5.xlarge or ml.g4dn.xlarge in the pool" in waiting.detail
+    assert waiting.detail.endswith("An increase to 1 was asked for (pending).")
+    assert waiting.fix == ("Put ml.g5.xlarge first in the pool to deploy now; or wait for "
+                           "AWS's answer (by email, often within a day), then press Check "
+                           "set-up.")

@@ -119,6 +119,23 @@ class FakeAccount:
                                      {"Quotas": defaults}, params)
 
 
+    def pool_quotas(self, *pages: dict[str, float], defaults: dict[str, float] | None = None
+                    ) -> None:
+        """Applied quotas as Service Quotas pages them (one dict per page), then, when
+        ``defaults`` is given, the default list (asked for types not applied)."""
+        params: dict[str, Any] = {"ServiceCode": "sagemaker", "MaxResults": 100}
+        for number, page in enumerate(pages, start=1):
+            answer: dict[str, Any] = {"Quotas": [_quota(t, v) for t, v in page.items()]}
+            if number < len(pages):
+                answer["NextToken"] = f"page-{number + 1}"
+            self.quotas.add_response("list_service_quotas", answer, params)
+            params = {**params, "NextToken": f"page-{number + 1}"}
+        if defaults is not None:
+            self.quotas.add_response(
+                "list_aws_default_service_quotas",
+                {"Quotas": [_quota(t, v) for t, v in defaults.items()]},
+                {"ServiceCode": "sagemaker", "MaxResults": 100})
+
     def quota_requests(self, requests: list[dict[str, Any]] | None) -> None:
         """The quota's increase requests so far (None: may not read them)."""
         params = {"ServiceCode": "sagemaker", "QuotaCode": "L-12345678"}

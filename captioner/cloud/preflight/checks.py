@@ -27,7 +27,7 @@ from captioner.cloud.images import build_and_push_command, find_image, parse_ima
 from captioner.cloud.model_source import inspect_s3_source, parse_model_source
 from captioner.cloud.preflight.report import Check, CheckId, Status
 from captioner.cloud.pricing import PriceTable, format_cost
-from captioner.cloud.quotas import QUOTA_NAME, find_quota, open_request
+from captioner.cloud.quotas import QUOTA_NAME, find_quotas, open_request
 from captioner.settings import DEFAULT_STT_MODEL, EndpointDeploySettings
 
 log = logging.getLogger(__name__)
@@ -291,33 +291,56 @@ def instances_needed(settings: EndpointDeploySettings) -> int:
 
 
 def _check_quota(ctx: Context) -> Check:
+    """The first type must have quota for the deploy to start; a later one without it
+    cannot take over when the first has no capacity (the pool falls back on capacity
+    only), which the detail says so the pool is not trusted for more than it does."""
     assert ctx.clients is not None
-    first = validate_instance_types(ctx.settings.instance_types)[0]
+    types = validate_instance_types(ctx.settings.instance_types)
+    first, fallbacks = types[0], types[1:]
     name = QUOTA_NAME.format(instance_type=first)
     needed = instances_needed(ctx.settings)
-    quota = find_quota(ctx.clients.service_quotas, first)
-    if quota is None:
+    found = find_quotas(ctx.clients.service_quotas, types)
+    if (quota := found.get(first)) is None:
         return Check(CheckId.QUOTA, Status.UNKNOWN,
                      f"Service Quotas has no quota named “{name}” in {ctx.region}.",
                      "Override this check if you know the account may run this type.")
     value = quota.value
+    enough = [t for t in fallbacks if t in found and found[t].value >= needed]
     if value < needed:
         detail = (f"The quota “{name}” is {value:g} in {ctx.region}; the deploy needs "
                   f"{needed}.")
+        move = ""
+        if enough:
+            detail += f" Quota for {needed} is there for {_either(enough)} in the pool."
+            move = f"Put {enough[0]} first in the pool to deploy now; or "
+        tail = "." if enough else "; or put a type with quota first in the pool."
         try:
             waiting = open_request(ctx.clients.service_quotas, quota)
         except EndpointControlError:  # may not read the request history: ask anyway
             waiting = None
         if waiting is not None:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
-                         "Wait for AWS's answer (by email, often within a day), then press "
-                         "Check set-up; or put a type with quota first in the pool.")
-        ask = (f"Ask AWS for {needed} (free): “Ask AWS for more quota” under these checks "
-               "in Settings → Endpoints, or the Service Quotas console; or put a type with "
-               "quota first in the pool.")
+                         _sentence(f"{move}wait for AWS's answer (by email, often within a "
+                                   f"day), then press Check set-up{tail}"))
+        ask = _sentence(f"{move}ask AWS for {needed} (free): “Ask AWS for more quota” under "
+                        f"these checks in Settings → Endpoints, or the Service Quotas "
+                        f"console{tail}")
         return Check(CheckId.QUOTA, Status.FAIL, detail, ask, can_ask_quota=True)
-    return Check(CheckId.QUOTA, Status.PASS,
-                 f"The quota “{name}” is {value:g} (needs {needed}).")
+    detail = f"The quota “{name}” is {value:g} (needs {needed})."
+    if short := [t for t in fallbacks if t not in enough]:
+        detail += (f" No quota for {needed} of {', '.join(short)}: when {first} has no "
+                   f"capacity, the deploy cannot fall back to "
+                   f"{'it' if len(short) == 1 else 'them'}.")
+    return Check(CheckId.QUOTA, Status.PASS, detail)
+
+
+def _either(types: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return types[0] if len(types) == 1 else f"{', '.join(types[:-1])} or {types[-1]}"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def check_price(ctx: Context) -> Check:
