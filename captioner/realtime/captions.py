@@ -24,7 +24,7 @@ lines out of order.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from captioner.realtime.rows import phrase_break
@@ -80,6 +80,19 @@ class CaptionUpdate:
     live: CaptionLine | None = None
     unconfirmed: str = ""
     speaker: str | None = None  # two streams: whose live line and unconfirmed words
+
+
+def shifted(update: CaptionUpdate, seconds: float) -> CaptionUpdate:
+    """``update`` with its lines' times moved by ``seconds``: a session that goes on
+    from another's clock (after a restart) keeps the transcript's times rising."""
+    if not seconds:
+        return update
+
+    def move(line: CaptionLine) -> CaptionLine:
+        return replace(line, start=line.start + seconds, end=line.end + seconds)
+
+    return replace(update, finalized=tuple(map(move, update.finalized)),
+                   live=None if update.live is None else move(update.live))
 
 
 @dataclass

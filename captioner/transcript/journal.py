@@ -13,6 +13,11 @@ Lines are written as they are finalized; in two-stream mode (lines with a
 them back in time order.
     {"type": "end", "ended": "..."}
 
+A restart with new settings goes on in the same file, after a record of what the
+captions use now, with times that go on from the run before's::
+
+    {"type": "restart", "at": 312.4, "restarted": "...", "source": "...", "endpoint": "..."}
+
 Every append is written and fsync'd before it returns, so a power loss loses at
 most the line being written. A journal without the end marker is an unfinished
 session (the app crashed); :func:`unfinished_journals` finds them and
@@ -110,6 +115,12 @@ class Journal:
         """Write one finalized line durably; JournalError if the disk refuses (the line
         is kept and written with the next append that succeeds)."""
         self._write(line_record(line))
+
+    def restarted(self, at: float, **header: Any) -> None:
+        """The captions restarted with new settings (``header``: what they are now) and
+        go on in this file; their lines' times go on from ``at``."""
+        self._write({"type": "restart", "at": round(at, 3),
+                     "restarted": datetime.now(UTC).isoformat(timespec="seconds"), **header})
 
     def close(self) -> None:
         """Write the end marker (the session finished normally) and close.
@@ -254,6 +265,8 @@ def read_journal(path: Path | str) -> JournalContents:
                 contents.header = record
             elif kind == "end":
                 contents.finished = True
+            elif kind == "restart":
+                pass  # the settings changed here; the lines go on
             else:
                 contents.skipped += 1
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):

@@ -26,8 +26,8 @@ from captioner.audio.echo import EchoCanceller
 from captioner.audio.errors import AudioError
 from captioner.audio.handover import KeptSource
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
-from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind
-from captioner.session import SessionFailed, SessionState, SessionStatus
+from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind, shifted
+from captioner.session import CaptionSession, SessionFailed, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
 from captioner.transcript.journal import Journal, JournalError
 from captioner.transcript.reply_echo import ReplyEcho
@@ -86,6 +86,17 @@ def describe_endpoint(endpoint: str) -> str:
     return f"SageMaker {spec.endpoint_name}"
 
 
+def _sessions(captioner: Captioner | TwoStreamCaptioner) -> list[CaptionSession]:
+    if isinstance(captioner, TwoStreamCaptioner):
+        return list(captioner.sessions.values())
+    return [captioner.session]
+
+
+def _audio_seconds(captioner: Captioner | TwoStreamCaptioner) -> float:
+    """How far a run's audio clock got (two streams: the further one)."""
+    return max((session.stats.audio_seconds for session in _sessions(captioner)), default=0.0)
+
+
 def _without_gains(audio: AudioSettings) -> AudioSettings:
     return replace(audio, mic_gain=0.0, system_gain=0.0)
 
@@ -130,6 +141,11 @@ class CaptionController(QObject):
         self._run_settings: Settings | None = None  # what the current run started with
         self._journal: Journal | None = None
         self._journal_failed = False
+        # A restart goes on with the same transcript: the next run keeps the journal
+        # and its lines' times go on from where this run's audio clock stopped.
+        self._go_on = False
+        self._clock_offset = 0.0  # added to this run's caption times
+        self._clock_end = 0.0  # where the last run's clock stopped (with its offset)
         self._loading = False  # the embedded model is loading while capture runs
         self.current = CaptionStatus("idle", "stopped")
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
@@ -216,6 +232,7 @@ class CaptionController(QObject):
                     successor = None
             if successor is not None and successor is source:
                 successor.hand_over()
+            self._go_on = was_running
             self.stop()
             if successor is not None and successor is not source:  # a device change
                 dropped = successor.discard_held()  # the old capture heard that
@@ -223,6 +240,8 @@ class CaptionController(QObject):
                          "(%.2f s it heard meanwhile left out)", dropped)
             await self.wait_stopped()
         except BaseException:
+            self._go_on = False
+            self._close_journal()
             if successor is not None and successor is not source:
                 await successor.close()
             raise
@@ -278,9 +297,7 @@ class CaptionController(QObject):
         give_up = loop.time() + HANDOVER_PAUSE_WAIT
         while self._captioner is not None and loop.time() < give_up:
             captioner = self._captioner
-            sessions = (captioner.sessions.values() if isinstance(captioner, TwoStreamCaptioner)
-                        else [captioner.session])
-            if all(session.at_pause for session in sessions):
+            if all(session.at_pause for session in _sessions(captioner)):
                 return
             await asyncio.sleep(0.02)
 
@@ -348,13 +365,18 @@ class CaptionController(QObject):
             raise
         finally:
             self._level_timer.stop()
+            if self._captioner is not None:
+                self._clock_end = self._clock_offset + _audio_seconds(self._captioner)
             self._captioner = None
             self._source = None
             await self._close_kept()  # a handed-over capture this run never took
-            self._close_journal()
+            if not self._go_on:
+                self._close_journal()
             self.running_changed.emit(False)
 
     async def _run_once(self, settings: Settings) -> None:
+        going_on, self._go_on = self._go_on, False
+        self._clock_offset = self._clock_end if going_on else 0.0
         try:
             endpoint = self.endpoint
             spec = parse_endpoint(endpoint)
@@ -380,7 +402,7 @@ class CaptionController(QObject):
         # as soon as the engine is ready, so no word said after the user asked is lost.
         self._loading = spec.kind == "embedded" and not self.embedded.ready
         self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
-        self._open_journal(settings)
+        self._open_journal(settings, going_on)
         self._reply_echo = ReplyEcho()  # a new session counts audio time from 0
         captioner = captioner_for(settings, self._source, embedded=self.embedded,
                                   endpoint=endpoint, on_update=self._on_update,
@@ -401,7 +423,7 @@ class CaptionController(QObject):
     # --- callbacks ----------------------------------------------------------
 
     def _on_update(self, update: CaptionUpdate) -> None:
-        update = self._without_reply_echo(update)
+        update = shifted(self._without_reply_echo(update), self._clock_offset)
         for line in update.finalized:
             self.lines.append(line)
             self._journal_line(line)
@@ -468,9 +490,16 @@ class CaptionController(QObject):
 
     # --- journal ------------------------------------------------------------
 
-    def _open_journal(self, settings: Settings) -> None:
-        self._journal_failed = False
+    def _open_journal(self, settings: Settings, going_on: bool) -> None:
+        """A new journal, or after a restart the run before's, noting what changed."""
         header = {"source": settings.audio.source, "endpoint": describe_endpoint(self.endpoint)}
+        if going_on and self._journal is not None:
+            try:
+                self._journal.restarted(self._clock_offset, **header)
+            except JournalError as exc:
+                self._journal_problem(str(exc))
+            return
+        self._journal_failed = False
         try:
             self._journal = self._journal_factory(Path(settings.transcript.folder), header)
         except JournalError as exc:

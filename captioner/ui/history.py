@@ -203,8 +203,9 @@ class HistoryWindow(QWidget):
         self._refresh_sessions()
 
     def set_current_journal(self, path: Path) -> None:
-        """The journal this run now writes (a restart opens another): its lines, and
-        those of this run's earlier journals, are "This session", not past ones."""
+        """The journal this run now writes (a restart goes on in it; a start after Stop
+        or a failure opens another): its lines, and those of this app run's earlier
+        journals, are "This session", not past ones."""
         self.current_journal = Path(path)
         self._run_journals.append(self.current_journal)
         if self.sessions.pop(str(path), None) is not None and self._selected == str(path):

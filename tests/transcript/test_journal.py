@@ -45,6 +45,20 @@ def test_round_trip_with_end_marker(tmp_path):
     assert unfinished_journals(tmp_path) == []
 
 
+def test_a_restart_goes_on_in_the_same_journal(tmp_path):
+    journal = Journal.create(tmp_path, source="system", endpoint="On this computer")
+    journal.append(CaptionLine("before the restart", 0.2, 1.5))
+    journal.restarted(4.25, source="both", endpoint="On this computer")
+    journal.append(CaptionLine("after it", 4.5, 5.0, speaker="Others"))
+    journal.close()
+    contents = read_journal(journal.path)
+    assert [line.text for line in contents.lines] == ["before the restart", "after it"]
+    assert contents.finished and contents.skipped == 0  # the restart record is not damage
+    records = [json.loads(raw) for raw in journal.path.read_text().splitlines()]
+    assert {k: records[2][k] for k in ("type", "at", "source")} == {
+        "type": "restart", "at": 4.25, "source": "both"}
+
+
 def test_killed_writer_leaves_a_recoverable_journal(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)],
                             stdout=subprocess.PIPE, text=True)

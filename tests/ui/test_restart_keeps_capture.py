@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
+from itertools import pairwise
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -20,8 +22,11 @@ from captioner.audio.capture import AudioCapture, State
 from captioner.audio.dual import DualCapture
 from captioner.audio.errors import CaptureError
 from captioner.captioning import EmbeddedEngine
+from captioner.realtime.captions import CaptionLine
 from captioner.settings import AudioSettings
+from captioner.transcript.journal import journal_files, read_journal
 from captioner.ui.app import CaptionerApp
+from captioner.ui.history import CURRENT
 from tests.support.speech import write_wav
 from tests.support.transcribers import (
     VOCABULARY,
@@ -76,6 +81,23 @@ class Heard:
     words: list[str]  # the finalized captions
     factory: RecordingFactory  # one transcriber per request the engine served
     runs: int  # captioning runs (sessions) the words went through
+    lines: list[CaptionLine]  # every finalized line, as the controller kept them
+    history: list[CaptionLine]  # the history window's "This session"
+    journals: list[Path]  # the transcript files written
+
+    def one_transcript(self) -> None:
+        """A restart goes on with the same transcript: one journal with every line, and
+        times that go on from the run before (the history and exports sort by them)."""
+        words = " ".join(line.text for line in self.lines).split()
+        for speaker in {line.speaker for line in self.lines}:  # each voice's lines follow
+            said = [line for line in self.lines if line.speaker == speaker]
+            assert all(b.start >= a.end for a, b in pairwise(said)), said
+        assert self.history == self.lines  # in the order said, none moved to the top
+        assert len(self.journals) == 1
+        journal = read_journal(self.journals[0])
+        assert journal.finished and " ".join(line.text for line in journal.lines).split() == words
+        assert [line.start for line in journal.lines] == [round(line.start, 3)
+                                                          for line in self.lines]
 
 
 def slow_source(audio: AudioSettings) -> SlowCapture | DualCapture:
@@ -120,7 +142,9 @@ def speak_and_change(qapp, store, pulse, tmp_path, change, online: bool = True,
         finally:
             await app.shutdown()
         lines = [line for line in app.controller.lines if anyone or line.speaker == speaker]
-        return Heard(" ".join(line.text for line in lines).split(), factory, len(runs))
+        return Heard(" ".join(line.text for line in lines).split(), factory, len(runs),
+                     list(app.controller.lines), list(app.history.sessions[CURRENT].lines),
+                     journal_files(store.settings.transcript.folder))
 
     return run_async(qapp, scenario, timeout=120)
 
@@ -156,6 +180,7 @@ def test_a_restart_goes_on_from_the_running_capture_at_a_pause(qapp, store, puls
     # It waited for the pause (asked for during the fourth word), so no word was cut.
     assert tone_words(received(heard.factory, 0)) == WORDS[:8]
     assert tone_words(received(heard.factory, 1)) == WORDS[8:]
+    heard.one_transcript()
 
 
 def test_a_gain_change_applies_to_the_running_capture(qapp, store, pulse, tmp_path):
@@ -221,6 +246,7 @@ def test_turning_on_both_sides_of_a_call_loses_no_word(qapp, store, pulse, tmp_p
     heard = speak_and_change(qapp, store, pulse, tmp_path, change, anyone=True)
     assert heard.words == WORDS  # system audio's words, then the others' lines: once each
     assert heard.runs == 2 and len(SlowCapture.opened) == 3  # one device, then both
+    heard.one_transcript()
 
 
 class OneAtATimeCapture(SlowCapture):
