@@ -82,17 +82,18 @@ class CaptionUpdate:
     speaker: str | None = None  # two streams: whose live line and unconfirmed words
 
 
+def moved(line: CaptionLine, seconds: float) -> CaptionLine:
+    """``line`` ``seconds`` later (earlier when negative)."""
+    return replace(line, start=line.start + seconds, end=line.end + seconds) if seconds else line
+
+
 def shifted(update: CaptionUpdate, seconds: float) -> CaptionUpdate:
     """``update`` with its lines' times moved by ``seconds``: a session that goes on
     from another's clock (after a restart) keeps the transcript's times rising."""
     if not seconds:
         return update
-
-    def move(line: CaptionLine) -> CaptionLine:
-        return replace(line, start=line.start + seconds, end=line.end + seconds)
-
-    return replace(update, finalized=tuple(map(move, update.finalized)),
-                   live=None if update.live is None else move(update.live))
+    return replace(update, finalized=tuple(moved(line, seconds) for line in update.finalized),
+                   live=None if update.live is None else moved(update.live, seconds))
 
 
 @dataclass

@@ -26,7 +26,13 @@ from captioner.audio.echo import EchoCanceller
 from captioner.audio.errors import AudioError
 from captioner.audio.handover import KeptSource
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
-from captioner.realtime.captions import CaptionLine, CaptionUpdate, LineKind, shifted
+from captioner.realtime.captions import (
+    CaptionLine,
+    CaptionUpdate,
+    LineKind,
+    moved,
+    shifted,
+)
 from captioner.session import CaptionSession, SessionFailed, SessionState, SessionStatus
 from captioner.settings import AudioSettings, Settings
 from captioner.transcript.journal import Journal, JournalError
@@ -141,11 +147,13 @@ class CaptionController(QObject):
         self._run_settings: Settings | None = None  # what the current run started with
         self._journal: Journal | None = None
         self._journal_failed = False
-        # A restart goes on with the same transcript: the next run keeps the journal
-        # and its lines' times go on from where this run's audio clock stopped.
-        self._go_on = False
+        # Caption times go on from run to run (each session's clock starts at 0), so
+        # "This session" in the history stays in the order said. A restart goes on in
+        # the same journal; a start after Stop opens one whose times start at 0.
+        self._go_on = False  # the next run is a restart of this one
         self._clock_offset = 0.0  # added to this run's caption times
         self._clock_end = 0.0  # where the last run's clock stopped (with its offset)
+        self._journal_base = 0.0  # the clock when the open journal began
         self._loading = False  # the embedded model is loading while capture runs
         self.current = CaptionStatus("idle", "stopped")
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
@@ -344,7 +352,8 @@ class CaptionController(QObject):
             update = session.captions.add_typed(text, session.stats.audio_seconds)
             self._reply_echo.spoken(text, session.stats.audio_seconds)
         else:
-            update = CaptionUpdate((CaptionLine(text, 0.0, 0.0, kind=LineKind.TYPED),), None)
+            at = self._clock_end - self._clock_offset  # after the last run's lines
+            update = CaptionUpdate((CaptionLine(text, at, at, kind=LineKind.TYPED),), None)
         self._on_update(update)
 
     async def shutdown(self) -> None:
@@ -376,7 +385,7 @@ class CaptionController(QObject):
 
     async def _run_once(self, settings: Settings) -> None:
         going_on, self._go_on = self._go_on, False
-        self._clock_offset = self._clock_end if going_on else 0.0
+        self._clock_offset = self._clock_end
         try:
             endpoint = self.endpoint
             spec = parse_endpoint(endpoint)
@@ -495,11 +504,12 @@ class CaptionController(QObject):
         header = {"source": settings.audio.source, "endpoint": describe_endpoint(self.endpoint)}
         if going_on and self._journal is not None:
             try:
-                self._journal.restarted(self._clock_offset, **header)
+                self._journal.restarted(self._clock_offset - self._journal_base, **header)
             except JournalError as exc:
                 self._journal_problem(str(exc))
             return
         self._journal_failed = False
+        self._journal_base = self._clock_offset  # a new file's times start at 0
         try:
             self._journal = self._journal_factory(Path(settings.transcript.folder), header)
         except JournalError as exc:
@@ -512,7 +522,7 @@ class CaptionController(QObject):
         if self._journal is None:
             return
         try:
-            self._journal.append(line)
+            self._journal.append(moved(line, -self._journal_base))
         except JournalError as exc:
             self._journal_problem(str(exc))
             return

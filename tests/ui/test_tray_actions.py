@@ -1,6 +1,7 @@
 """Each QAction of the tray menu, triggered, with its effect on a real app instance
 (real overlay, real caption session against the local Realtime server)."""
 
+from itertools import pairwise
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -8,6 +9,7 @@ from PySide6.QtCore import Qt
 from captioner.audio.errors import DeviceNotFound
 from captioner.audio.files import FileSource
 from captioner.realtime.captions import LineKind
+from captioner.transcript.journal import read_journal
 from captioner.ui.app import CaptionerApp
 from captioner.ui.tray import Tray, state_icon
 from tests.ui.conftest import WORDS, run_async, wait_until
@@ -43,6 +45,35 @@ def test_start_stop_action_runs_captions_into_overlay_history_and_journal(
         await app.shutdown()
 
     run_async(qapp, scenario)
+
+
+def test_a_second_start_goes_on_in_this_sessions_history_with_a_new_journal(
+        qapp, store, realtime_server, tone_wav):
+    """Stop, then start again: the history's "This session" goes on in the order said
+    (its times do not jump back to 0), and the new journal's times start at 0."""
+    async def scenario():
+        app = build(store, realtime_server, tone_wav, tray_available=False)
+        journals = []
+        app.controller.journal_opened.connect(journals.append)
+        for run in (1, 2):
+            app.actions.start_stop.trigger()
+            await wait_until(lambda: app.controller.running, 5, "start")
+            await wait_until(lambda: not app.controller.running, 20, "the file to end")
+            await wait_until(lambda run=run: len(app.controller.lines) >= run, 5, "lines")
+        app.replies.spoken.emit("typed while stopped")  # follows the lines said before it
+        await app.shutdown()
+        return app.history.sessions["current"].lines, [read_journal(p) for p in journals]
+
+    lines, journals = run_async(qapp, scenario)
+    first, second = journals
+    assert (lines[-1].kind, lines[-1].text) == (LineKind.TYPED, "typed while stopped")
+    typed, lines = lines[-1], lines[:-1]
+    assert typed.start >= lines[-1].end
+    assert len(first.lines) + len(second.lines) == len(lines)
+    assert all(b.start >= a.end for a, b in pairwise(lines)), lines
+    assert lines[len(first.lines)].start >= first.lines[-1].end  # goes on after run 1
+    assert second.lines[0].start < first.lines[-1].end  # a new file starts from 0
+    assert [line.text for line in second.lines] == [line.text for line in first.lines]
 
 
 def test_each_menu_action_has_its_effect(qapp, store, realtime_server, tone_wav):
