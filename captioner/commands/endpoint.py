@@ -8,7 +8,8 @@ estimated hourly cost and when AWS itself will delete it (the maximum lifetime),
 asks before creating anything (``--yes`` skips the question). Stop and list act on this
 installation's endpoints; colleagues' are listed read-only, and deleting one is a
 forced stop whose name must be typed. ``build-image`` has AWS CodeBuild build the captions
-image in the account (no Docker), after saying what it creates and costs.
+image in the account (no Docker), after saying what it creates and costs;
+``remove-image`` removes that image (it bills storage every month) and what built it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from botocore.exceptions import BotoCoreError
 
 from captioner import settings as settings_mod
 from captioner.cloud import image_build, scaling
-from captioner.cloud.account import AccountClients, caller_identity
+from captioner.cloud.account import AccountClients, CallerIdentity, caller_identity
 from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind, lifetime_text
 from captioner.cloud.endpoints import (
     CostEstimate,
@@ -39,6 +40,7 @@ from captioner.cloud.errors import (
     NotOwnedError,
     translate,
 )
+from captioner.cloud.image_removal import find_leftovers, remove_leftovers
 from captioner.cloud.images import DEFAULT_STT_REPOSITORY
 from captioner.cloud.preflight import CheckId, Preflight, Status, preflight_from_settings
 from captioner.cloud.pricing import format_cost
@@ -108,6 +110,10 @@ def register(subparsers: Any) -> None:
                                     "CodeBuild and push it to ECR (no Docker needed)")
     build.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
     build.add_argument("--wait", action="store_true", help="follow the build to its end")
+    remove = actions.add_parser("remove-image", parents=[common],
+                                help="remove the captions image (it bills ECR storage every "
+                                     "month) and what built it from the account")
+    remove.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
     parser.set_defaults(func=run)
 
 
@@ -118,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
             return _check(args, settings)
         if args.action == "build-image":
             return _build_image(args, settings)
+        if args.action == "remove-image":
+            return _remove_image(args, settings)
         control = make_control(args, settings)
         action = {"deploy": _deploy, "status": _status, "stop": _stop, "list": _list}
         return action[args.action](args, control, settings)
@@ -372,12 +380,7 @@ def _print_progress(snap: EndpointSnapshot) -> None:
 
 def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
     """What the GUI's "Build it in my account…" does, asked and followed in the terminal."""
-    region = args.region or settings.aws.region
-    aws = replace(settings.aws, region=region, profile=args.profile or settings.aws.profile)
-    session = session_from_settings(replace(settings, aws=aws), region)
-    clients = AccountClients.from_factory(client_factory(session, region))
-    me = caller_identity(clients.sts)
-    plan = image_build.BuildPlan(me.account, region, me.partition)
+    clients, me, plan = _image_account(args, settings)
     print(f"Image     {plan.image_uri}")
     print(f"Creates   (if missing) ECR repository {DEFAULT_STT_REPOSITORY}, S3 bucket "
           f"{plan.bucket}, IAM role {image_build.ROLE_NAME}, CodeBuild project "
@@ -398,6 +401,43 @@ def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> i
         return 1
     print(f"pushed {plan.image_uri} ({_hms(progress.seconds)})")
     return 0
+
+
+def _remove_image(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
+    """What the GUI's "Remove the image from AWS…" does."""
+    clients, _me, plan = _image_account(args, settings)
+    serving = make_control(args, settings).find_managed_endpoints("stt")
+    if serving:
+        _err(f"a captions endpoint runs in {plan.region} ({serving[0].name}); a new instance "
+             "of it would need the image: stop it first (captioner endpoint stop)")
+        return 1
+    found = find_leftovers(clients, plan)
+    if found.empty:
+        print(f"Nothing of the captions image is left in {plan.region}.")
+        return 0
+    print(f"In account {plan.account} ({plan.region}):")
+    for line in found.lines():
+        print(f"  {line}")
+    if not args.yes and not _confirm("Remove all of it?"):
+        print("nothing was removed")
+        return 1
+    for line in remove_leftovers(clients, found):
+        print(f"removed {line}")
+    if settings.cloud.stt.image_uri == plan.image_uri:
+        settings.cloud.stt.image_uri = ""  # gone: the checks would only fail on it
+        settings_mod.save(settings)
+    return 0
+
+
+def _image_account(args: argparse.Namespace, settings: settings_mod.Settings
+                   ) -> tuple[AccountClients, CallerIdentity, image_build.BuildPlan]:
+    """Clients, identity and image-build names for this run's region and profile."""
+    region = args.region or settings.aws.region
+    aws = replace(settings.aws, region=region, profile=args.profile or settings.aws.profile)
+    session = session_from_settings(replace(settings, aws=aws), region)
+    clients = AccountClients.from_factory(client_factory(session, region))
+    me = caller_identity(clients.sts)
+    return clients, me, image_build.BuildPlan(me.account, region, me.partition)
 
 
 def _hms(seconds: float) -> str:

@@ -35,6 +35,7 @@ from captioner.aws import KeyringCredentials
 from captioner.cloud.account import CallerIdentity, RoleInfo
 from captioner.cloud.deploy_plan import KINDS, Kind
 from captioner.cloud.image_build import PROJECT, BuildPlan
+from captioner.cloud.image_removal import Leftovers
 from captioner.cloud.images import ImageCandidate
 from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.preflight import Check, Preflight
@@ -165,6 +166,7 @@ class EndpointsPage(Page):
             setup.check_requested.connect(lambda k=kind: self.check(k))
             setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
             setup.build_image_requested.connect(self.build_image)
+            setup.remove_image_requested.connect(self.remove_image)
             setup.preflight.quota_requested.connect(lambda k=kind: self.ask_quota(k))
             setup.refresh_requested.connect(self.refresh_lists)
             setup.preflight.accepted_changed.connect(lambda: self.commit())
@@ -452,6 +454,48 @@ class EndpointsPage(Page):
                     f"{progress.failure or 'no reason given'}. Its log is in CloudWatch "
                     f"(CodeBuild project {PROJECT}).", failed=True)
             return
+
+    def remove_image(self) -> None:
+        """List what of the captions image exists; remove it only if the user says so."""
+        setup = self.setups["stt"]
+        if not self.manager.status("stt").can_start:
+            setup.set_build_status("Stop the captions endpoint first: a new instance of it "
+                                   "would need the image.", failed=True)
+            return
+        setup.set_build_status("Looking for the image and what built it…", busy=True)
+        aws = _copy(self.store.settings.aws)
+        self.runner.call(self.service.image_leftovers, aws,
+                         done=lambda found: self.runner.spawn(self._remove_image(aws, found)),
+                         failed=lambda m: setup.set_build_status(
+                             f"Could not look for the image: {m}", failed=True))
+
+    async def _remove_image(self, aws: AwsSettings, found: Leftovers) -> None:
+        setup = self.setups["stt"]
+        if found.empty:
+            setup.set_build_status(f"Nothing of the captions image is left in {aws.region}.")
+            return
+        setup.set_build_status("")
+        items = "\n".join(f"• {line}" for line in found.lines())
+        answer = await ask(
+            self, "Remove the captions image from AWS?",
+            f"Remove from account {found.plan.account} ({aws.region}):\n\n{items}\n\n"
+            "Cloud captions need the image: building it again takes 20–30 minutes (about "
+            "$0.30). Endpoints, their roles and the spoken-replies image are not touched.",
+            [("remove", "&Remove"), ("cancel", "Cancel")], default="cancel")
+        if answer != "remove":
+            return
+        setup.set_build_status("Removing…", busy=True)
+        removed, problem = await self.runner.outcome(self.service.remove_image_leftovers,
+                                                     aws, found)
+        if removed is None:
+            setup.set_build_status(f"Could not remove it all: {problem}", failed=True)
+        else:
+            if self.store.settings.cloud.stt.image_uri == found.plan.image_uri:
+                setup.image.setCurrentText("")  # gone: the checks would only fail on it
+                self.commit()
+            setup.set_build_status("✔ Removed: " + "; ".join(removed) + ". None of it "
+                                   "bills any more.")
+        self.refresh_lists()
 
     def _build_failed(self, message: str) -> None:
         self.setups["stt"].set_build_status(f"Could not build the image: {message}",

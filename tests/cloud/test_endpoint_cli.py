@@ -10,8 +10,9 @@ from pathlib import Path
 import boto3
 import pytest
 
+from captioner import settings as settings_mod
 from captioner.commands import endpoint
-from tests.support.aws_account import PAST_MOTO
+from tests.support.aws_account import MANIFEST, PAST_MOTO
 from tests.support.aws_account import ROLE_ARN as ROLE
 
 __all__ = ["ROLE", "cli", "endpoints"]
@@ -127,3 +128,41 @@ def test_build_image_says_what_it_creates_and_builds_only_when_told(
     assert "build captioner-stt-image:" in out and "started" in out
     assert "pushed 123456789012.dkr.ecr.us-east-1.amazonaws.com/captioner-stt:latest" in out
     assert codebuild.list_projects()["projects"] == ["captioner-stt-image"]
+
+
+def test_remove_image_lists_what_goes_and_removes_only_when_told(
+        cli_env: Path, moto_url: str, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cli("remove-image") == 0  # a fresh account: nothing to remove, nothing asked
+    assert "Nothing of the captions image is left in us-east-1." in capsys.readouterr().out
+    assert cli("build-image", "--yes") == 0
+    ecr = boto3.client("ecr", region_name="us-east-1", endpoint_url=moto_url)
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/captioner-stt:latest"
+    settings = settings_mod.load()
+    settings.cloud.stt.image_uri = image
+    settings_mod.save(settings)
+    capsys.readouterr()
+
+    monkeypatch.setattr("builtins.input", lambda _prompt: "n")
+    assert cli("remove-image") == 1
+    out = capsys.readouterr().out
+    assert "ECR repository captioner-stt (0 images): about $0.00 a month" in out
+    assert "S3 bucket captioner-build-123456789012-us-east-1" in out
+    assert "nothing was removed" in out
+    assert len(ecr.describe_repositories()["repositories"]) == 1
+
+    ecr.put_image(repositoryName="captioner-stt", imageManifest=MANIFEST, imageTag="latest")
+    assert cli("deploy", "--kind", "stt", "--instance-type", "ml.g4dn.xlarge", "--role-arn",
+               ROLE, "--image-uri", image, "--yes", *PAST_MOTO) == 0
+    (name,) = endpoints(moto_url)
+    capsys.readouterr()
+    assert cli("remove-image", "--yes") == 1  # its next instance would need the image
+    assert f"a captions endpoint runs in us-east-1 ({name})" in capsys.readouterr().err
+    assert cli("stop", name, "--yes") == 0
+
+    assert cli("remove-image", "--yes") == 0
+    out = capsys.readouterr().out
+    assert "removed ECR repository captioner-stt (1 image" in out
+    assert "removed IAM role captioner-codebuild" in out
+    assert ecr.describe_repositories()["repositories"] == []
+    assert settings_mod.load().cloud.stt.image_uri == ""  # no longer names what is gone

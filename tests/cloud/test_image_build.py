@@ -15,6 +15,7 @@ import pytest
 from captioner.cloud import image_build as ib
 from captioner.cloud.account import AccountClients
 from captioner.cloud.errors import DeployConfigError
+from tests.support.aws_account import RunningCodeBuild
 
 ACCOUNT = "123456789012"
 REGION = "eu-west-1"
@@ -113,18 +114,6 @@ def test_the_estimate_names_the_monthly_storage_too() -> None:
     text = ib.BuildPlan(ACCOUNT, REGION).estimate
     assert "minutes of CodeBuild" in text and "a month" in text
     assert json.dumps(text)  # plain text
-
-
-class RunningCodeBuild:
-    """CodeBuild with a build still running (moto finishes every build at once)."""
-
-    def list_builds_for_project(self, projectName, sortOrder):
-        return {"ids": ["captioner-stt-image:new", "captioner-stt-image:old"]}
-
-    def batch_get_builds(self, ids):
-        status = {"captioner-stt-image:new": "IN_PROGRESS"}
-        return {"builds": [{"id": i, "buildStatus": status.get(i, "SUCCEEDED")}
-                           for i in ids]}
 
 
 def test_a_build_already_running_is_followed_not_started_again(moto_url: str) -> None:

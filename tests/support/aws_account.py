@@ -148,6 +148,19 @@ class FakeAccount:
                                      {"RequestedQuotas": requests}, params)
 
 
+class RunningCodeBuild:
+    """CodeBuild with a build of the captions image still running (moto finishes every
+    build at once)."""
+
+    def list_builds_for_project(self, projectName, sortOrder):
+        return {"ids": ["captioner-stt-image:new", "captioner-stt-image:old"]}
+
+    def batch_get_builds(self, ids):
+        status = {"captioner-stt-image:new": "IN_PROGRESS"}
+        return {"builds": [{"id": i, "buildStatus": status.get(i, "SUCCEEDED")}
+                           for i in ids]}
+
+
 def _quota(instance_type: str, value: float) -> dict[str, Any]:
     return {"ServiceCode": "sagemaker", "QuotaCode": "L-12345678",
             "QuotaName": f"{instance_type} for endpoint usage", "Value": value}

@@ -17,6 +17,7 @@ from captioner.cloud import image_build
 from captioner.cloud.deploy_plan import Kind, validate_instance_types
 from captioner.cloud.endpoints import client_factory, session_from_settings
 from captioner.cloud.errors import CredentialsError, DeployConfigError
+from captioner.cloud.image_removal import Leftovers, find_leftovers, remove_leftovers
 from captioner.cloud.images import ImageCandidate, list_images
 from captioner.cloud.preflight import Preflight, run_preflight
 from captioner.cloud.preflight.checks import instances_needed
@@ -83,6 +84,16 @@ class AccountSetupService:
     def image_build_progress(self, aws: AwsSettings, build_id: str
                              ) -> image_build.BuildProgress:
         return image_build.build_progress(self.clients(aws).codebuild, build_id)
+
+    def image_leftovers(self, aws: AwsSettings) -> Leftovers:
+        """The captions image and what built it, as they exist in this account and region."""
+        clients = self.clients(aws)
+        me = acct.caller_identity(clients.sts)
+        return find_leftovers(clients, image_build.BuildPlan(me.account, aws.region,
+                                                             me.partition))
+
+    def remove_image_leftovers(self, aws: AwsSettings, found: Leftovers) -> list[str]:
+        return remove_leftovers(self.clients(aws), found)
 
     def running_image_build(self, aws: AwsSettings
                             ) -> tuple[image_build.BuildPlan, str] | None:

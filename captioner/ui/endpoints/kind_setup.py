@@ -32,7 +32,11 @@ from captioner.cloud.deploy_plan import (
     Kind,
     tts_image,
 )
-from captioner.cloud.images import ImageCandidate, build_and_push_command
+from captioner.cloud.images import (
+    DEFAULT_STT_REPOSITORY,
+    ImageCandidate,
+    build_and_push_command,
+)
 from captioner.cloud.scaling import MAX_INSTANCES
 from captioner.settings import EndpointDeploySettings
 from captioner.ui.endpoints.pool_editor import PoolEditor
@@ -51,6 +55,7 @@ class KindSetup(QWidget):
     check_requested = Signal()
     create_role_requested = Signal()
     build_image_requested = Signal()
+    remove_image_requested = Signal()
     refresh_requested = Signal()
     edited = Signal()  # a field the preflight reads changed (its results are stale)
 
@@ -101,6 +106,17 @@ class KindSetup(QWidget):
         row.addWidget(self.build_command, 1)
         row.addWidget(self.copy_button)
         offer.addLayout(row)
+        self.remove_button = QPushButton("Remo&ve the image from AWS…")
+        self.remove_button.setAccessibleName("Remove the captions image and what built it "
+                                             "from your AWS account")
+        self.remove_button.setToolTip("The image costs ECR storage every month; remove it "
+                                      "when you no longer use cloud captions.")
+        self.remove_row = QWidget()  # shown once the account holds Captioner's image
+        row = QHBoxLayout(self.remove_row)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.remove_button)
+        row.addStretch(1)
+        self.remove_row.hide()
         self.build_box = QWidget()
         build = QVBoxLayout(self.build_box)
         build.setContentsMargins(0, 0, 0, 0)
@@ -108,7 +124,7 @@ class KindSetup(QWidget):
         build.addWidget(self.build_status)
         self.build_box.hide()
         self._field(form, "image", "&Image:", self.image, f"{noun} image",
-                    extra=self.refresh_button, below=(self.build_box,))
+                    extra=self.refresh_button, below=(self.build_box, self.remove_row))
 
         self.model = QLineEdit()
         self.model.setPlaceholderText(DEFAULT_STT_MODEL if kind == "stt" else TTS_MODEL_ID)
@@ -182,6 +198,7 @@ class KindSetup(QWidget):
         self.refresh_button.clicked.connect(self.refresh_requested.emit)
         self.copy_button.clicked.connect(self._copy)
         self.build_button.clicked.connect(self.build_image_requested.emit)
+        self.remove_button.clicked.connect(self.remove_image_requested.emit)
         for combo in (self.image, self.role):  # long URIs/ARNs: the whole text on hover
             combo.currentTextChanged.connect(combo.setToolTip)
         for changed in (self.image.currentTextChanged, self.model.textChanged,
@@ -229,6 +246,7 @@ class KindSetup(QWidget):
         self.build_status.setStyleSheet("color: #C62828;" if failed else "")
         self.build_status.setVisible(bool(text))
         self.build_button.setEnabled(not busy)
+        self.remove_button.setEnabled(not busy)
         if text:
             self.build_box.show()
 
@@ -251,6 +269,8 @@ class KindSetup(QWidget):
                 f"No images in Amazon ECR in {region} yet. Captioner can have AWS build "
                 "its captions image in your account (CodeBuild; nothing to install here):")
         self.build_offer.setVisible(none)
+        self.remove_row.setVisible(self.kind == "stt" and any(
+            i.repository == DEFAULT_STT_REPOSITORY for i in images))
         self.build_box.setVisible(none or bool(self.build_status.text()))
 
     def set_roles(self, roles: list[RoleInfo]) -> None:
