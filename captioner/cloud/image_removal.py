@@ -56,21 +56,26 @@ class Leftovers:
         """USD a month the images cost to keep (ECR storage)."""
         return self.image_bytes / GB * ECR_GB_MONTH
 
-    def lines(self) -> list[str]:
-        """One line per thing found, saying what it costs to keep."""
+    def items(self) -> list[tuple[str, str]]:
+        """(what, what keeping it costs) for each thing found."""
         out = []
         if self.images is not None:
             count = f"{self.images} image{'s' * (self.images != 1)}"
-            size = f", {self.image_bytes / GB:.1f} GB" if self.image_bytes else ""
-            out.append(f"ECR repository {DEFAULT_STT_REPOSITORY} ({count}{size}): about "
-                       f"${self.monthly_cost:.2f} a month")
+            size = f", {self.image_bytes / GB:.1f} GB" if self.image_bytes >= GB / 20 else ""
+            cost = (f"about ${self.monthly_cost:.2f} a month" if self.monthly_cost >= 0.01
+                    else "under a cent a month")
+            out.append((f"ECR repository {DEFAULT_STT_REPOSITORY} ({count}{size})", cost))
         if self.bucket:
-            out.append(f"S3 bucket {self.plan.bucket} (the build files): under a cent a month")
+            out.append((f"S3 bucket {self.plan.bucket} (the build files)",
+                        "under a cent a month"))
         if self.project:
-            out.append(f"CodeBuild project {PROJECT}: free while it does not build")
+            out.append((f"CodeBuild project {PROJECT}", "free while it does not build"))
         if self.role:
-            out.append(f"IAM role {ROLE_NAME} (the build's role): free")
+            out.append((f"IAM role {ROLE_NAME} (the build's role)", "free"))
         return out
+
+    def lines(self) -> list[str]:
+        return [f"{what}: {cost}" for what, cost in self.items()]
 
 
 def find_leftovers(clients: AccountClients, plan: BuildPlan) -> Leftovers:
@@ -84,28 +89,23 @@ def find_leftovers(clients: AccountClients, plan: BuildPlan) -> Leftovers:
 
 
 def remove_leftovers(clients: AccountClients, found: Leftovers) -> list[str]:
-    """Delete what ``found`` lists (what is already gone is skipped); the lines of what
-    was removed. DeployConfigError while a build runs: it would push into the gap."""
+    """Delete what ``found`` lists (what is already gone is skipped); what was removed.
+    DeployConfigError while a build runs: it would push into the gap."""
     if found.project and running_build(clients.codebuild) is not None:
         raise DeployConfigError("An image build is running: wait for it to end (or stop it "
                                 f"in the CodeBuild console, project {PROJECT}), then remove.")
+    steps = [(found.images is not None, _remove_repository), (found.bucket, _remove_bucket),
+             (found.project, _remove_project), (found.role, _remove_role)]
     removed = []
-    steps = [("repository", found.images is not None, _remove_repository),
-             ("bucket", found.bucket, _remove_bucket),
-             ("project", found.project, _remove_project),
-             ("role", found.role, _remove_role)]
-    present = [name for name, there, _ in steps if there]
-    lines = dict(zip(present, found.lines(), strict=True))
-    for name, there, remove in steps:
-        if not there:
-            continue
+    for (what, _cost), remove in zip(found.items(), [r for there, r in steps if there],
+                                     strict=True):
         try:
             remove(clients, found.plan)
         except AwsError as exc:
             if exc.code not in _GONE:
                 raise
-        log.info("= removed %s", lines[name])
-        removed.append(lines[name])
+        log.info("= removed %s", what)
+        removed.append(what)
     return removed
 
 

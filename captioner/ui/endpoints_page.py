@@ -490,11 +490,12 @@ class EndpointsPage(Page):
         if removed is None:
             setup.set_build_status(f"Could not remove it all: {problem}", failed=True)
         else:
-            if self.store.settings.cloud.stt.image_uri == found.plan.image_uri:
+            if found.plan.image_uri in (setup.image.currentText().strip(),
+                                        self.store.settings.cloud.stt.image_uri):
                 setup.image.setCurrentText("")  # gone: the checks would only fail on it
                 self.commit()
-            setup.set_build_status("✔ Removed: " + "; ".join(removed) + ". None of it "
-                                   "bills any more.")
+            setup.set_build_status("✔ Removed " + ", ".join(removed) + ". None of it bills "
+                                   "any more.")
         self.refresh_lists()
 
     def _build_failed(self, message: str) -> None:

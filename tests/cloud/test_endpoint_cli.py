@@ -146,7 +146,7 @@ def test_remove_image_lists_what_goes_and_removes_only_when_told(
     monkeypatch.setattr("builtins.input", lambda _prompt: "n")
     assert cli("remove-image") == 1
     out = capsys.readouterr().out
-    assert "ECR repository captioner-stt (0 images): about $0.00 a month" in out
+    assert "ECR repository captioner-stt (0 images): under a cent a month" in out
     assert "S3 bucket captioner-build-123456789012-us-east-1" in out
     assert "nothing was removed" in out
     assert len(ecr.describe_repositories()["repositories"]) == 1

@@ -48,18 +48,20 @@ def test_everything_a_build_left_is_found_and_removed(moto_url: str) -> None:
     assert (found.images, found.bucket, found.project, found.role) == (1, True, True, True)
     lines = found.lines()
     assert lines[0].startswith("ECR repository captioner-stt (1 image") and "a month" in lines[0]
+    big = replace(found, image_bytes=9_800_000_000).lines()[0]
+    assert big == "ECR repository captioner-stt (1 image, 9.1 GB): about $0.91 a month"
     assert lines[1:] == [
         f"S3 bucket {PLAN.bucket} (the build files): under a cent a month",
         "CodeBuild project captioner-stt-image: free while it does not build",
         "IAM role captioner-codebuild (the build's role): free"]
 
-    assert remove_leftovers(aws, found) == lines
+    assert remove_leftovers(aws, found) == [what for what, _cost in found.items()]
     assert aws.ecr.describe_repositories()["repositories"] == []
     assert PLAN.bucket not in [b["Name"] for b in aws.s3.list_buckets()["Buckets"]]
     assert aws.codebuild.batch_get_projects(names=[ib.PROJECT])["projects"] == []
     assert ib.ROLE_NAME not in [r["RoleName"] for r in aws.iam.list_roles()["Roles"]]
     assert find_leftovers(aws, PLAN).empty
-    assert remove_leftovers(aws, found) == lines  # removed meanwhile elsewhere: no error
+    assert len(remove_leftovers(aws, found)) == 4  # removed meanwhile elsewhere: no error
 
 
 def test_a_role_of_that_name_not_made_by_captioner_stays(moto_url: str) -> None:

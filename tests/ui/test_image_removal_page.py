@@ -24,7 +24,7 @@ def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return moto_url
 
 
-def built(store, moto_url: str) -> None:
+def built(store, moto_url: str, *, saved: bool = True) -> None:
     """What an image build leaves (moto's build pushes nothing: the push is played)."""
     clients = TestClients()(store.settings.aws)
     ib.start_build(clients, ib.BuildPlan(ACCOUNT, "us-east-1"), b"build files",
@@ -32,9 +32,10 @@ def built(store, moto_url: str) -> None:
                    principal_arn=f"arn:aws:iam::{ACCOUNT}:user/moto")
     clients.ecr.put_image(repositoryName="captioner-stt", imageTag="latest",
                           imageManifest=json.dumps(MANIFEST))
-    new = store.copy()
-    new.cloud.stt.image_uri = IMAGE
-    store.replace(new)
+    if saved:
+        new = store.copy()
+        new.cloud.stt.image_uri = IMAGE
+        store.replace(new)
 
 
 async def question(qtbot) -> QMessageBox:
@@ -43,8 +44,12 @@ async def question(qtbot) -> QMessageBox:
     return QApplication.activeModalWidget()
 
 
-def test_the_image_and_its_build_are_removed_after_the_user_agrees(qapp, qtbot, store, aws):
-    built(store, aws)
+@pytest.mark.parametrize("saved", [True, False], ids=["saved", "only-listed"])
+def test_the_image_and_its_build_are_removed_after_the_user_agrees(qapp, qtbot, store, aws,
+                                                                   saved):
+    """Saved as the plan's image, or only picked by the field from the account's list:
+    either way the field no longer names the image once it is gone."""
+    built(store, aws, saved=saved)
     ecr = boto3.client("ecr", region_name="us-east-1", endpoint_url=aws)
     service = AccountSetupService(TestClients())
 
@@ -54,6 +59,7 @@ def test_the_image_and_its_build_are_removed_after_the_user_agrees(qapp, qtbot, 
         assert not stt.remove_row.isVisible()  # nothing known of the account yet
         page.account.check_button.click()
         await wait_until(lambda: stt.remove_row.isVisible(), 30, "the image listed")
+        assert stt.image.currentText() == IMAGE
 
         stt.remove_button.click()
         box = await question(qtbot)
