@@ -168,6 +168,8 @@ class EndpointsPage(Page):
             setup.build_image_requested.connect(self.build_image)
             setup.remove_image_requested.connect(self.remove_image)
             setup.preflight.quota_requested.connect(lambda k=kind: self.ask_quota(k))
+            setup.preflight.move_first_requested.connect(
+                lambda itype, k=kind: self.move_first(k, itype))
             setup.refresh_requested.connect(self.refresh_lists)
             setup.preflight.accepted_changed.connect(lambda: self.commit())
             setup.edited.connect(setup.preflight.mark_stale)
@@ -362,6 +364,11 @@ class EndpointsPage(Page):
         self.commit()
 
     # ---- quota ---------------------------------------------------------------------------
+
+    def move_first(self, kind: Kind, itype: str) -> None:
+        """Put a pool type that has quota first, save, and check again."""
+        self.setups[kind].pool.move_to_front(itype)
+        self.check(kind)  # saves first
 
     def ask_quota(self, kind: Kind) -> None:
         self.runner.spawn(self._ask_quota(kind))

@@ -316,6 +316,7 @@ def test_a_first_type_without_quota_names_the_pool_types_that_have_it(
     fake_account.quota_requests([])
     quota = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
     assert quota.status is Status.FAIL and quota.can_ask_quota
+    assert quota.move_first == "ml.g4dn.xlarge"  # the page offers to put it first
     assert quota.detail == (f"The quota “ml.g6.xlarge for endpoint usage” is 0 in {REGION}; "
                             "the deploy needs 1. Quota for 1 is there for ml.g4dn.xlarge in "
                             "the pool.")
@@ -328,6 +329,7 @@ def test_a_first_type_without_quota_names_the_pool_types_that_have_it(
     waiting = run(fake_account, stt(instance_types=POOL)).check(CheckId.QUOTA)
     assert "there for ml.g5.xlarge or ml.g4dn.xlarge in the pool" in waiting.detail
     assert waiting.detail.endswith("An increase to 1 was asked for (pending).")
+    assert waiting.move_first == "ml.g5.xlarge"
     assert waiting.fix == ("Put ml.g5.xlarge first in the pool to deploy now; or wait for "
                            "AWS's answer (by email, often within a day), then press Check "
                            "set-up.")

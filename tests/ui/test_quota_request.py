@@ -49,19 +49,29 @@ class NoQuota(TestClients):
         return client
 
 
+def with_image(store, aws: str, pool: list[str]) -> None:
+    new = store.copy()
+    new.cloud.stt.image_uri = push_image(aws)
+    new.cloud.stt.instance_types = pool
+    store.replace(new)
+
+
+async def checked(qtbot, store, service):
+    """The page after Check set-up, and its captions set-up."""
+    page = open_page(qtbot, store, service)
+    stt = page.setups["stt"]
+    stt.check_button.click()
+    await wait_until(lambda: "quota" in stt.preflight.labels, 30, "the checks")
+    return page, stt
+
+
 def test_a_newcomer_asks_aws_for_quota_from_the_page(qapp, qtbot, store, aws):
     clients = NoQuota()
     service = AccountSetupService(clients)
-    new = store.copy()
-    new.cloud.stt.image_uri = push_image(aws)
-    new.cloud.stt.instance_types = [TYPE]
-    store.replace(new)
+    with_image(store, aws, [TYPE])
 
     async def scenario() -> None:
-        page = open_page(qtbot, store, service)
-        stt = page.setups["stt"]
-        stt.check_button.click()
-        await wait_until(lambda: "quota" in stt.preflight.labels, 30, "the checks")
+        page, stt = await checked(qtbot, store, service)
         line = stt.preflight.labels["quota"].text()
         assert line.startswith(f"✘ FAIL  Endpoint quota: The quota “{TYPE} for endpoint "
                                "usage” is 0")
@@ -97,3 +107,40 @@ def test_a_newcomer_asks_aws_for_quota_from_the_page(qapp, qtbot, store, aws):
     run_async(qapp, scenario, timeout=120)
     assert clients.requests == [{"ServiceCode": "sagemaker", "QuotaCode": "L-0001",
                                  "DesiredValue": 1.0}]
+
+
+class QuotaForTheSecondType(TestClients):
+    """Quota for the pool's second type only (a fresh account asked for it earlier)."""
+
+    def _quotas(self) -> Any:
+        from botocore.stub import Stubber
+        client = _offline("service-quotas")
+        stub = Stubber(client)
+        stub.add_response("list_service_quotas", {"Quotas": [
+            {"QuotaName": f"{t} for endpoint usage", "QuotaCode": code, "Value": value}
+            for t, code, value in (("ml.g6.xlarge", "L-0002", 0.0), (TYPE, "L-0001", 1.0))]})
+        stub.add_response(HISTORY, {"RequestedQuotas": []})
+        stub.activate()
+        return client
+
+
+def test_a_pool_type_with_quota_is_put_first_in_one_click(qapp, qtbot, store, aws):
+    service = AccountSetupService(QuotaForTheSecondType())
+    with_image(store, aws, ["ml.g6.xlarge", TYPE])
+
+    async def scenario() -> None:
+        page, stt = await checked(qtbot, store, service)
+        assert f"Quota for 1 is there for {TYPE} in the pool." in (
+            stt.preflight.labels["quota"].text())
+        button = stt.preflight.first_button
+        assert button is not None and button.text() == f"Put {TYPE} &first in the pool"
+        button.click()
+        await wait_until(lambda: stt.preflight.labels.get("quota") is not None
+                         and "PASS" in stt.preflight.labels["quota"].text(), 30,
+                         "the check again")
+        assert stt.preflight.first_button is None
+        assert stt.pool.chosen() == [TYPE, "ml.g6.xlarge"]
+        await page.runner.close()
+
+    run_async(qapp, scenario, timeout=120)
+    assert store.settings.cloud.stt.instance_types == [TYPE, "ml.g6.xlarge"]

@@ -321,11 +321,13 @@ def _check_quota(ctx: Context) -> Check:
         if waiting is not None:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
                          _sentence(f"{move}wait for AWS's answer (by email, often within a "
-                                   f"day), then press Check set-up{tail}"))
+                                   f"day), then press Check set-up{tail}"),
+                         move_first=enough[0] if enough else None)
         ask = _sentence(f"{move}ask AWS for {needed} (free): “Ask AWS for more quota” under "
                         f"these checks in Settings → Endpoints, or the Service Quotas "
                         f"console{tail}")
-        return Check(CheckId.QUOTA, Status.FAIL, detail, ask, can_ask_quota=True)
+        return Check(CheckId.QUOTA, Status.FAIL, detail, ask, can_ask_quota=True,
+                     move_first=enough[0] if enough else None)
     detail = f"The quota “{name}” is {value:g} (needs {needed})."
     if short := [t for t in fallbacks if t not in enough]:
         detail += (f" No quota for {needed} of {', '.join(short)}: when {first} has no "

@@ -62,6 +62,7 @@ class Check:
     detail: str
     fix: str = ""
     can_ask_quota: bool = False  # the fix is a quota request the set-up can file itself
+    move_first: str | None = None  # a pool type with the quota the first one lacks
 
     @property
     def title(self) -> str:

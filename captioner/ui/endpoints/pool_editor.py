@@ -72,6 +72,19 @@ class PoolEditor(QWidget):
         return [self.list.item(i).data(TYPE_ROLE) for i in range(self.list.count())
                 if self.list.item(i).checkState() == Qt.CheckState.Checked]
 
+    def move_to_front(self, itype: str) -> None:
+        """``itype`` ticked and first: the type SageMaker tries first."""
+        for row in range(self.list.count()):
+            if self.list.item(row).data(TYPE_ROLE) == itype:
+                self.list.blockSignals(True)
+                item = self.list.takeItem(row)
+                item.setCheckState(Qt.CheckState.Checked)
+                self.list.insertItem(0, item)
+                self.list.blockSignals(False)
+                self.list.setCurrentRow(0)
+                self.changed.emit()
+                return
+
     def _move(self, step: int) -> None:
         row = self.list.currentRow()
         target = row + step

@@ -30,6 +30,7 @@ def line_of(check: Check) -> str:
 class PreflightList(QWidget):
     accepted_changed = Signal()
     quota_requested = Signal()  # "Ask AWS for more" under a failing quota check
+    move_first_requested = Signal(str)  # put this pool type (which has quota) first
 
     def __init__(self, noun: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -40,6 +41,7 @@ class PreflightList(QWidget):
         self.labels: dict[str, QLabel] = {}
         self.overrides: dict[str, QCheckBox] = {}
         self.quota_button: QPushButton | None = None  # under a quota check it can fix
+        self.first_button: QPushButton | None = None  # puts a type with quota first
         self.summary = QLabel("Not checked yet.")
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName(f"{noun} preflight result")
@@ -71,11 +73,12 @@ class PreflightList(QWidget):
 
     def set_preflight(self, preflight: Preflight | None) -> None:
         """Show ``preflight`` (None clears the list)."""
-        buttons = [self.quota_button] if self.quota_button is not None else []
+        buttons = [b for b in (self.first_button, self.quota_button) if b is not None]
         for widget in [*self.labels.values(), *self.overrides.values(), *buttons]:
             self._layout.removeWidget(widget)
             widget.deleteLater()
-        self.labels, self.overrides, self.quota_button = {}, {}, None
+        self.labels, self.overrides = {}, {}
+        self.quota_button = self.first_button = None
         self.preflight = preflight
         for check in self.checks:
             key, line = check.id.value, line_of(check)
@@ -97,6 +100,13 @@ class PreflightList(QWidget):
                 box.toggled.connect(lambda on, key=key: self._toggle(key, on))
                 self._layout.addWidget(box)
                 self.overrides[key] = box
+            if check.move_first:
+                self.first_button = QPushButton(f"Put {check.move_first} &first in the pool")
+                self.first_button.setAccessibleName(
+                    f"Put {check.move_first}, which has quota, first in the instance pool")
+                self.first_button.clicked.connect(
+                    lambda _=False, t=check.move_first: self.move_first_requested.emit(t))
+                self._layout.addWidget(self.first_button, 0, Qt.AlignmentFlag.AlignLeft)
             if check.can_ask_quota:
                 self.quota_button = QPushButton("Ask AWS for more &quota…")
                 self.quota_button.setAccessibleName("Ask AWS for more endpoint quota")
