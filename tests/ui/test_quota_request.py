@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QAbstractButton, QApplication, QMessageBox
 
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from tests.ui.conftest import run_async, wait_until
@@ -133,8 +135,14 @@ def test_a_pool_type_with_quota_is_put_first_in_one_click(qapp, qtbot, store, aw
         assert f"Quota for 1 is there for {TYPE} in the pool." in (
             stt.preflight.labels["quota"].text())
         button = stt.preflight.first_button
-        assert button is not None and button.text() == f"Put {TYPE} &first in the pool"
-        button.click()
+        assert button is not None and button.text() == (f"Prioriti&ze {TYPE} in the pool "
+                                                        "(it has the quota)")
+        clashes = [w.text() for w in page.findChildren(QAbstractButton)
+                   if w.isVisible() and w is not button and "&z" in w.text().lower()]
+        assert clashes == []  # Alt+Z reaches it alone
+        page.activateWindow()
+        button.setFocus()
+        QTest.keyClick(page, Qt.Key.Key_Z, Qt.KeyboardModifier.AltModifier)
         await wait_until(lambda: stt.preflight.labels.get("quota") is not None
                          and "PASS" in stt.preflight.labels["quota"].text(), 30,
                          "the check again")

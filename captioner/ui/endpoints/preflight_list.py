@@ -101,7 +101,9 @@ class PreflightList(QWidget):
                 self._layout.addWidget(box)
                 self.overrides[key] = box
             if check.move_first:
-                self.first_button = QPushButton(f"Put {check.move_first} &first in the pool")
+                # the one letter free on the page: Alt+Z
+                self.first_button = QPushButton(f"Prioriti&ze {check.move_first} in the pool "
+                                                "(it has the quota)")
                 self.first_button.setAccessibleName(
                     f"Put {check.move_first}, which has quota, first in the instance pool")
                 self.first_button.clicked.connect(
