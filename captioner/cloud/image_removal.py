@@ -79,6 +79,7 @@ class Leftovers:
 
 
 def find_leftovers(clients: AccountClients, plan: BuildPlan) -> Leftovers:
+    """What exists of the build's repository, bucket, project and role (read only)."""
     images = _images(clients.ecr)
     projects = call(clients.codebuild, "batch_get_projects", names=[PROJECT]).get("projects")
     role = get_role(clients.iam, f"arn:{plan.partition}:iam::{plan.account}:role/{ROLE_NAME}")

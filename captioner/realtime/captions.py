@@ -89,7 +89,8 @@ def moved(line: CaptionLine, seconds: float) -> CaptionLine:
 
 def shifted(update: CaptionUpdate, seconds: float) -> CaptionUpdate:
     """``update`` with its lines' times moved by ``seconds``: a session that goes on
-    from another's clock (after a restart) keeps the transcript's times rising."""
+    from another's clock (after a restart, or Start after Stop) keeps the transcript's
+    times rising."""
     if not seconds:
         return update
     return replace(update, finalized=tuple(moved(line, seconds) for line in update.finalized),

@@ -465,16 +465,26 @@ class EndpointsPage(Page):
     def remove_image(self) -> None:
         """List what of the captions image exists; remove it only if the user says so."""
         setup = self.setups["stt"]
-        if not self.manager.status("stt").can_start:
-            setup.set_build_status("Stop the captions endpoint first: a new instance of it "
-                                   "would need the image.", failed=True)
+        aws = _copy(self.store.settings.aws)
+        if serving := self._captions_endpoints(aws.region):
+            setup.set_build_status(f"Stop {serving[0]} first: a new instance of a captions "
+                                   "endpoint would need the image.", failed=True)
             return
         setup.set_build_status("Looking for the image and what built it…", busy=True)
-        aws = _copy(self.store.settings.aws)
         self.runner.call(self.service.image_leftovers, aws,
                          done=lambda found: self.runner.spawn(self._remove_image(aws, found)),
                          failed=lambda m: setup.set_build_status(
                              f"Could not look for the image: {m}", failed=True))
+
+    def _captions_endpoints(self, region: str) -> list[str]:
+        """Captioner's captions endpoints in ``region`` (this app's, an orphan of ours, a
+        colleague's) that a removed image would leave unable to add an instance."""
+        m, own = self.manager, self.manager.status("stt")
+        names = [own.name or "the captions endpoint"] if not own.can_start else []
+        names += [o.name for o in m.others if o.kind == "stt" and o.region in ("", region)]
+        names += [o.name for o in m.orphans
+                  if o.kind == "stt" and m.orphan_region(o.name) in (None, region)]
+        return names
 
     async def _remove_image(self, aws: AwsSettings, found: Leftovers) -> None:
         setup = self.setups["stt"]

@@ -6,13 +6,17 @@ server."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import boto3
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from captioner.cloud import image_build as ib
+from captioner.cloud.inventory import ManagedEndpoint
 from captioner.cloud.lifecycle import KindStatus, Phase
+from captioner.cloud.manager import EndpointManager
+from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from tests.ui.conftest import run_async, wait_until
 from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, TestClients, open_page
@@ -88,18 +92,34 @@ def test_the_image_and_its_build_are_removed_after_the_user_agrees(qapp, qtbot, 
     assert store.settings.cloud.stt.image_uri == ""  # the checks would only fail on it
 
 
-def test_nothing_is_removed_while_the_captions_endpoint_runs(qapp, qtbot, store, aws):
+MINE = KindStatus("stt", Phase.READY, name="captioner-stt-1")
+ORPHAN = EndpointSnapshot("captioner-stt-3", Stage.IN_SERVICE, "InService",
+                          datetime(2026, 12, 6, tzinfo=UTC), kind="stt")
+COLLEAGUES = ManagedEndpoint("captioner-stt-2", "arn:aws:sagemaker:us-east-1:1:endpoint/x",
+                             "InService", "stt", None, region="us-east-1")
+
+
+@pytest.mark.parametrize("whose", ["mine", "an orphan of mine", "a colleague's"])
+def test_nothing_is_removed_while_a_captions_endpoint_runs(qapp, qtbot, store, aws,
+                                                           monkeypatch, whose):
     built(store, aws)
     service = AccountSetupService(TestClients())
 
     async def scenario() -> None:
         page = open_page(qtbot, store, service)
         stt = page.setups["stt"]
-        page.manager.status = lambda kind: KindStatus(kind, Phase.READY, name="captioner-stt-1")
+        if whose == "mine":
+            monkeypatch.setattr(page.manager, "status", lambda kind: MINE)
+        elif whose == "an orphan of mine":  # left running by an earlier run, not attached
+            monkeypatch.setattr(EndpointManager, "orphans", property(lambda m: [ORPHAN]))
+        else:
+            monkeypatch.setattr(EndpointManager, "others", property(lambda m: [COLLEAGUES]))
         page.account.check_button.click()
         await wait_until(lambda: stt.remove_row.isVisible(), 30, "the image listed")
         stt.remove_button.click()
-        assert stt.build_status.text().startswith("Stop the captions endpoint first")
+        name = {"mine": MINE.name, "an orphan of mine": ORPHAN.name}.get(whose, COLLEAGUES.name)
+        assert stt.build_status.text() == (f"Stop {name} first: a new instance of a captions "
+                                           "endpoint would need the image.")
         assert QApplication.activeModalWidget() is None
         await page.runner.close()
 
