@@ -27,12 +27,13 @@ from captioner.cloud.account import (
     POLICY_VERSION,
     AccountClients,
     RolePolicies,
+    caller_identity,
     create_execution_role,
     get_role,
 )
 from captioner.cloud.calls import call
 from captioner.cloud.errors import AwsError, DeployConfigError
-from captioner.cloud.images import DEFAULT_STT_REPOSITORY, DEFAULT_TAG
+from captioner.cloud.images import DEFAULT_STT_REPOSITORY, default_stt_image_uri
 from captioner.cloud.state import load_state
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,12 @@ class BuildPlan:
 
     @property
     def image_uri(self) -> str:
-        return f"{self.registry}/{DEFAULT_STT_REPOSITORY}:{DEFAULT_TAG}"
+        return default_stt_image_uri(self.account, self.region)
+
+    @property
+    def role_arn(self) -> str:
+        """The build role's ARN (IAM is global: one role for every region's project)."""
+        return f"arn:{self.partition}:iam::{self.account}:role/{ROLE_NAME}"
 
     @property
     def bucket(self) -> str:
@@ -190,6 +196,12 @@ class BuildProgress:
         return self.status == "SUCCEEDED"
 
 
+def plan_for(clients: AccountClients) -> BuildPlan:
+    """The build's names in the clients' account (asked of STS) and region."""
+    me = caller_identity(clients.sts)
+    return BuildPlan(me.account, clients.region, me.partition)
+
+
 def running_build(codebuild: Any) -> str | None:
     """The id of a build of the project still running (one started before Captioner was
     closed, or by another of its windows), if any."""
@@ -223,12 +235,12 @@ def start_build(clients: AccountClients, plan: BuildPlan, context: bytes, *,
     return str(build["id"])
 
 
-def start_build_here(clients: AccountClients, plan: BuildPlan, principal_arn: str) -> str:
+def start_build_here(clients: AccountClients, plan: BuildPlan) -> str:
     """:func:`start_build` with this Captioner's own ``container/``, tagged with this
-    installation (what the page and ``endpoint build-image`` both do)."""
+    installation and the caller (what the page and ``endpoint build-image`` both do)."""
     return start_build(clients, plan, context_zip(container_dir()),
                        installation_id=load_state().installation_id,
-                       principal_arn=principal_arn)
+                       principal_arn=caller_identity(clients.sts).arn)
 
 
 def build_progress(codebuild: Any, build_id: str, now: datetime | None = None
@@ -274,7 +286,7 @@ def _ensure_bucket(s3: Any, plan: BuildPlan) -> None:
 
 
 def _ensure_role(iam: Any, plan: BuildPlan, installation_id: str, principal_arn: str) -> str:
-    arn = f"arn:{plan.partition}:iam::{plan.account}:role/{ROLE_NAME}"
+    arn = plan.role_arn
     if get_role(iam, arn) is not None:
         return arn
     create_execution_role(iam, ROLE_NAME, plan.role_policies(),
@@ -303,5 +315,5 @@ def _ensure_project(codebuild: Any, plan: BuildPlan, role_arn: str) -> None:
 
 
 __all__ = ["BUILDSPEC", "BuildPlan", "BuildProgress", "build_progress",
-           "container_dir", "context_zip", "running_build", "start_build",
+           "container_dir", "context_zip", "plan_for", "running_build", "start_build",
            "start_build_here"]

@@ -27,7 +27,7 @@ from captioner.cloud.image_build import (
     BuildPlan,
     running_build,
 )
-from captioner.cloud.images import DEFAULT_STT_REPOSITORY
+from captioner.cloud.images import DEFAULT_STT_REPOSITORY, paged
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ def find_leftovers(clients: AccountClients, plan: BuildPlan) -> Leftovers:
     """What exists of the build's repository, bucket, project and role (read only)."""
     images = _images(clients.ecr)
     projects = call(clients.codebuild, "batch_get_projects", names=[PROJECT]).get("projects")
-    role = get_role(clients.iam, f"arn:{plan.partition}:iam::{plan.account}:role/{ROLE_NAME}")
+    role = get_role(clients.iam, plan.role_arn)
     return Leftovers(plan, images=None if images is None else len(images),
                      image_bytes=sum(int(i.get("imageSizeInBytes") or 0) for i in images or []),
                      bucket=_bucket_exists(clients.s3, plan.bucket), project=bool(projects),
@@ -111,22 +111,14 @@ def remove_leftovers(clients: AccountClients, found: Leftovers) -> list[str]:
 
 
 def _images(ecr: Any) -> list[dict[str, Any]] | None:
-    images: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {"repositoryName": DEFAULT_STT_REPOSITORY}
-        if token:
-            params["nextToken"] = token
-        try:
-            page = call(ecr, "describe_images", **params)
-        except AwsError as exc:
-            if exc.code == "RepositoryNotFoundException":
-                return None
-            raise
-        images.extend(page.get("imageDetails", []))
-        token = page.get("nextToken")
-        if not token:
-            return images
+    """The repository's images; None when there is no repository."""
+    try:
+        return list(paged(ecr, "describe_images", "imageDetails",
+                          repositoryName=DEFAULT_STT_REPOSITORY))
+    except AwsError as exc:
+        if exc.code == "RepositoryNotFoundException":
+            return None
+        raise
 
 
 def _bucket_exists(s3: Any, bucket: str) -> bool:

@@ -93,9 +93,9 @@ def list_images(ecr: Any, *, max_per_repository: int = 20) -> list[ImageCandidat
     listed by digest. At most ``max_per_repository`` newest per repository.
     """
     candidates: list[ImageCandidate] = []
-    for repo in _paged(ecr, "describe_repositories", "repositories"):
+    for repo in paged(ecr, "describe_repositories", "repositories"):
         name, base_uri = repo["repositoryName"], repo["repositoryUri"]
-        details = list(_paged(ecr, "describe_images", "imageDetails", repositoryName=name,
+        details = list(paged(ecr, "describe_images", "imageDetails", repositoryName=name,
                               registryId=repo["registryId"]))
         details.sort(key=_pushed_key, reverse=True)
         for detail in details[:max_per_repository]:
@@ -120,7 +120,8 @@ def _pushed_key(detail: dict[str, Any]) -> float:
     return _timestamp(detail.get("imagePushedAt"))
 
 
-def _paged(client: Any, operation: str, key: str, **params: Any) -> Any:
+def paged(client: Any, operation: str, key: str, **params: Any) -> Any:
+    """The ``key`` items of every page of an ECR list call."""
     token: str | None = None
     while True:
         page = call(client, operation, **params, **({"nextToken": token} if token else {}))
@@ -179,6 +180,7 @@ __all__ = [
     "default_stt_image_uri",
     "find_image",
     "list_images",
+    "paged",
     "parse_image_uri",
     "tts_image",
 ]

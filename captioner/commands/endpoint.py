@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError
 
 from captioner import settings as settings_mod
 from captioner.cloud import image_build, scaling
-from captioner.cloud.account import AccountClients, CallerIdentity, caller_identity
+from captioner.cloud.account import AccountClients
 from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind, lifetime_text
 from captioner.cloud.endpoints import (
     CostEstimate,
@@ -380,7 +380,7 @@ def _print_progress(snap: EndpointSnapshot) -> None:
 
 def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
     """What the GUI's "Build it in my account…" does, asked and followed in the terminal."""
-    clients, me, plan = _image_account(args, settings)
+    clients, plan = _image_account(args, settings)
     print(f"Image     {plan.image_uri}")
     print(f"Creates   (if missing) ECR repository {DEFAULT_STT_REPOSITORY}, S3 bucket "
           f"{plan.bucket}, IAM role {image_build.ROLE_NAME}, CodeBuild project "
@@ -389,7 +389,7 @@ def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> i
     if not args.yes and not _confirm("Build the image?"):
         print("nothing was created")
         return 1
-    build_id = image_build.start_build_here(clients, plan, me.arn)
+    build_id = image_build.start_build_here(clients, plan)
     print(f"build {build_id} started; it goes on in AWS if this command stops")
     if not args.wait:
         return 0
@@ -405,7 +405,7 @@ def _build_image(args: argparse.Namespace, settings: settings_mod.Settings) -> i
 
 def _remove_image(args: argparse.Namespace, settings: settings_mod.Settings) -> int:
     """What the GUI's "Remove the image from AWS…" does."""
-    clients, _me, plan = _image_account(args, settings)
+    clients, plan = _image_account(args, settings)
     serving = make_control(args, settings).find_managed_endpoints("stt")
     if serving:
         _err(f"a captions endpoint runs in {plan.region} ({serving[0].name}); a new instance "
@@ -430,14 +430,13 @@ def _remove_image(args: argparse.Namespace, settings: settings_mod.Settings) -> 
 
 
 def _image_account(args: argparse.Namespace, settings: settings_mod.Settings
-                   ) -> tuple[AccountClients, CallerIdentity, image_build.BuildPlan]:
-    """Clients, identity and image-build names for this run's region and profile."""
+                   ) -> tuple[AccountClients, image_build.BuildPlan]:
+    """Clients and image-build names for this run's region and profile."""
     region = args.region or settings.aws.region
     aws = replace(settings.aws, region=region, profile=args.profile or settings.aws.profile)
     session = session_from_settings(replace(settings, aws=aws), region)
     clients = AccountClients.from_factory(client_factory(session, region))
-    me = caller_identity(clients.sts)
-    return clients, me, image_build.BuildPlan(me.account, region, me.partition)
+    return clients, image_build.plan_for(clients)
 
 
 def _hms(seconds: float) -> str:

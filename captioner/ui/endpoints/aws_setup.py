@@ -73,13 +73,10 @@ class AccountSetupService:
 
     def plan_image_build(self, aws: AwsSettings) -> image_build.BuildPlan:
         """The names and role of a captions-image build in this account (nothing made)."""
-        me = self.identity(aws)
-        return image_build.BuildPlan(me.account, aws.region, me.partition)
+        return image_build.plan_for(self.clients(aws))
 
     def start_image_build(self, aws: AwsSettings, plan: image_build.BuildPlan) -> str:
-        clients = self.clients(aws)
-        return image_build.start_build_here(clients, plan,
-                                            acct.caller_identity(clients.sts).arn)
+        return image_build.start_build_here(self.clients(aws), plan)
 
     def image_build_progress(self, aws: AwsSettings, build_id: str
                              ) -> image_build.BuildProgress:
@@ -88,9 +85,7 @@ class AccountSetupService:
     def image_leftovers(self, aws: AwsSettings) -> Leftovers:
         """The captions image and what built it, as they exist in this account and region."""
         clients = self.clients(aws)
-        me = acct.caller_identity(clients.sts)
-        return find_leftovers(clients, image_build.BuildPlan(me.account, aws.region,
-                                                             me.partition))
+        return find_leftovers(clients, image_build.plan_for(clients))
 
     def remove_image_leftovers(self, aws: AwsSettings, found: Leftovers) -> list[str]:
         return remove_leftovers(self.clients(aws), found)
@@ -99,8 +94,9 @@ class AccountSetupService:
                             ) -> tuple[image_build.BuildPlan, str] | None:
         """A captions-image build still running in this account (Captioner was closed
         while it ran), to follow again."""
-        build_id = image_build.running_build(self.clients(aws).codebuild)
-        return None if build_id is None else (self.plan_image_build(aws), build_id)
+        clients = self.clients(aws)
+        build_id = image_build.running_build(clients.codebuild)
+        return None if build_id is None else (image_build.plan_for(clients), build_id)
 
     def request_quota_increase(self, settings: Settings, kind: Kind) -> QuotaRequest:
         """Ask AWS for enough endpoint quota of the pool's first type (or return the
