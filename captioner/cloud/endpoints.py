@@ -29,6 +29,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from captioner.aws import CredentialsError, provider_for
 from captioner.cloud import inventory, scaling, watch
+from captioner.cloud.account import AccountClients
 from captioner.cloud.backstop import Backstop, BackstopPlan, account_of
 from captioner.cloud.deploy_plan import (
     NAME_PREFIX,
@@ -520,6 +521,15 @@ def control_from_settings(settings: Settings, *, region: str | None = None,
     """Blocking: clients signed with the user's AWS profile or the keys in the keyring."""
     region = region or settings.aws.region
     return EndpointControl.from_session(session_from_settings(settings, region, profile), region)
+
+
+def account_clients_from_settings(settings: Settings, *, region: str | None = None,
+                                  profile: str | None = None) -> AccountClients:
+    """Blocking: the set-up's clients (STS, IAM, ECR, S3, Service Quotas, CodeBuild),
+    signed like :func:`control_from_settings`."""
+    region = region or settings.aws.region
+    session = session_from_settings(settings, region, profile)
+    return AccountClients.from_factory(client_factory(session, region))
 
 
 def cloud_configured(settings: Settings) -> bool:

@@ -29,9 +29,8 @@ from captioner.cloud.deploy_plan import KINDS, DeployPlan, Kind, lifetime_text
 from captioner.cloud.endpoints import (
     CostEstimate,
     EndpointControl,
-    client_factory,
+    account_clients_from_settings,
     control_from_settings,
-    session_from_settings,
 )
 from captioner.cloud.errors import (
     DeployConfigError,
@@ -432,10 +431,8 @@ def _remove_image(args: argparse.Namespace, settings: settings_mod.Settings) -> 
 def _image_account(args: argparse.Namespace, settings: settings_mod.Settings
                    ) -> tuple[AccountClients, image_build.BuildPlan]:
     """Clients and image-build names for this run's region and profile."""
-    region = args.region or settings.aws.region
-    aws = replace(settings.aws, region=region, profile=args.profile or settings.aws.profile)
-    session = session_from_settings(replace(settings, aws=aws), region)
-    clients = AccountClients.from_factory(client_factory(session, region))
+    clients = account_clients_from_settings(settings, region=args.region,
+                                            profile=args.profile)
     return clients, image_build.plan_for(clients)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from captioner.cloud import account as acct
 from captioner.cloud.deploy_plan import KINDS, REGION_RE, Kind
-from captioner.cloud.endpoints import client_factory, session_from_settings
+from captioner.cloud.endpoints import account_clients_from_settings
 from captioner.cloud.errors import CredentialsError, DeployConfigError
 from captioner.cloud.preflight.checks import (
     AWS_CHECKS,
@@ -85,10 +85,9 @@ def preflight_from_settings(
         overrides = deploy.accepted_unknown
     prices = prices if prices is not None else load_prices()
     try:
-        session = session_from_settings(settings, region, profile)
+        clients = account_clients_from_settings(settings, region=region, profile=profile)
     except CredentialsError as exc:
         return run_preflight(kind, deploy, None, region=region, prices=prices,
                              overrides=overrides, credentials_error=exc)
-    clients = acct.AccountClients.from_factory(client_factory(session, region))
     return run_preflight(kind, deploy, clients, region=region, prices=prices,
                          overrides=overrides)

@@ -15,7 +15,7 @@ from captioner.aws import available_profiles
 from captioner.cloud import account as acct
 from captioner.cloud import image_build
 from captioner.cloud.deploy_plan import Kind, validate_instance_types
-from captioner.cloud.endpoints import client_factory, session_from_settings
+from captioner.cloud.endpoints import account_clients_from_settings
 from captioner.cloud.errors import CredentialsError, DeployConfigError
 from captioner.cloud.image_removal import Leftovers, find_leftovers, remove_leftovers
 from captioner.cloud.images import ImageCandidate, list_images
@@ -35,8 +35,7 @@ GPU_FAMILIES = ("ml.g4dn.", "ml.g5.", "ml.g6.", "ml.g6e.")
 
 def default_clients(aws: AwsSettings) -> acct.AccountClients:
     """Clients signed with the settings' profile or keyring keys (CredentialsError if none)."""
-    session = session_from_settings(Settings(aws=aws), aws.region)
-    return acct.AccountClients.from_factory(client_factory(session, aws.region))
+    return account_clients_from_settings(Settings(aws=aws))
 
 
 class AccountSetupService:
