@@ -57,11 +57,12 @@ def register(subparsers: Any) -> None:
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    common = argparse.ArgumentParser(add_help=False)
+    account = argparse.ArgumentParser(add_help=False)  # the captions image has no --kind
+    account.add_argument("--region", help="AWS region (default: settings)")
+    account.add_argument("--profile", help="AWS profile (default: settings)")
+    account.add_argument("--poll-interval", type=float, default=15.0, help=argparse.SUPPRESS)
+    common = argparse.ArgumentParser(add_help=False, parents=[account])
     common.add_argument("--kind", choices=KINDS, help="stt (captions) or tts (spoken replies)")
-    common.add_argument("--region", help="AWS region (default: settings)")
-    common.add_argument("--profile", help="AWS profile (default: settings)")
-    common.add_argument("--poll-interval", type=float, default=15.0, help=argparse.SUPPRESS)
 
     plan_flags = argparse.ArgumentParser(add_help=False)
     plan_flags.add_argument("--image-uri", help="ECR image built from container/ (stt)")
@@ -104,12 +105,12 @@ def register(subparsers: Any) -> None:
     actions.add_parser("list", parents=[common],
                        help="list Captioner's endpoints in the account (yours and others')")
 
-    build = actions.add_parser("build-image", parents=[common],
+    build = actions.add_parser("build-image", parents=[account],
                                help="build the captions image in your account with AWS "
                                     "CodeBuild and push it to ECR (no Docker needed)")
     build.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")
     build.add_argument("--wait", action="store_true", help="follow the build to its end")
-    remove = actions.add_parser("remove-image", parents=[common],
+    remove = actions.add_parser("remove-image", parents=[account],
                                 help="remove the captions image (it bills ECR storage every "
                                      "month) and what built it from the account")
     remove.add_argument("--yes", "-y", action="store_true", help="do not ask to confirm")

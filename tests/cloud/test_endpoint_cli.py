@@ -130,6 +130,13 @@ def test_build_image_says_what_it_creates_and_builds_only_when_told(
     assert codebuild.list_projects()["projects"] == ["captioner-stt-image"]
 
 
+def test_the_image_commands_take_no_kind() -> None:
+    """There is one captions image (the replies use AWS's): --kind would be ignored."""
+    for action in ("build-image", "remove-image"):
+        with pytest.raises(SystemExit):
+            cli(action, "--kind", "tts")
+
+
 def test_remove_image_lists_what_goes_and_removes_only_when_told(
         cli_env: Path, moto_url: str, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
