@@ -77,6 +77,8 @@ _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
 _COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
 _COPIED_FINAL = 2  # a final of this many words or more that only copies the prompt is checked
+_REAL_WORD = 3  # letters: a reading without a word this long read nothing
+_SAME_LETTERS = 0.5  # letter similarity at which two readings are the same words
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
@@ -402,7 +404,7 @@ class StreamingTranscriber:
                     log.debug("= final %r picks up the prompt's last words: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
                     words = bare
-                elif copies and _keys(bare) != _keys(words):
+                elif copies and _reads_otherwise(bare, words):
                     log.debug("= final %r only copies a phrase of its prompt: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
                     words = bare
@@ -556,6 +558,18 @@ def _copies(words: Sequence[str], context: str, least: int = _COPIED_WORDS) -> b
     """Whether ``words`` (``least`` or more) only say again a phrase of ``context``."""
     again = _keys(words)
     return len(again) >= least and _has_run(_keys(context.split()), again)
+
+
+def _reads_otherwise(bare: Sequence[str], words: Sequence[str]) -> bool:
+    """Whether ``bare`` (heard without the prompt) reads the audio as other words than
+    ``words`` (heard with it), not the same words worse. Without its prompt Whisper
+    reads a short phrase worse, not otherwise: Kennedy's "Ask not!" said again came out
+    "AS NOT…", "S S" or "... ..."; taking those lost the words really said again."""
+    heard, prompted = "".join(_keys(bare)), "".join(_keys(words))
+    if not any(sum(map(str.isalnum, key)) >= _REAL_WORD for key in _keys(bare)):
+        return False  # letters or dots: nothing read, the prompted reading stands
+    same = difflib.SequenceMatcher(a=heard, b=prompted, autojunk=False).ratio()
+    return same < _SAME_LETTERS
 
 
 def _has_run(keys: Sequence[str], run: Sequence[str]) -> bool:

@@ -458,6 +458,27 @@ def test_a_final_that_only_copies_its_prompt_is_heard_again_without_it() -> None
     assert text == "ask not what your country can do for you. Hello there."
 
 
+@pytest.mark.parametrize("bare", [[" AS", " NOT..."], [" ...", " ..."], [" S-S-", " S-", " S-"]],
+                         ids=["worse", "nothing", "letters"])
+def test_a_repeat_read_worse_without_the_prompt_keeps_the_prompted_reading(
+        bare: list[str]) -> None:
+    """Kennedy's "Ask not!" said again: heard without the prompt, tiny.en read the same
+    audio as "AS NOT…", as nothing ("... ...") or as letters ("S-S- S- S-"). Those are
+    the same words read worse, not other words: the prompted reading stands, nothing
+    is lost."""
+    said = [" Ask", " not!"]
+    prompted: list[str] = []  # the second utterance's decodes have the first as context
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if context:
+            prompted.append(context)
+        heard_bare = final and not context and prompted  # the second's final, once more
+        return (bare if heard_bare else said)[len(prefix.split()):]
+
+    assert two_utterances(decoder) == "Ask not! Ask not!"
+    assert prompted, "the repeat was not heard with the first as its prompt"
+
+
 def test_a_phrase_really_said_twice_is_committed_twice() -> None:
     """The other side of the rule above: when the speech does repeat a phrase, the
     reading without the prompt says it too, and it stands."""

@@ -148,6 +148,23 @@ def test_repeated_phrase_at_the_cut_end_is_not_doubled_on_any_decision_grid(engi
     assert ends_with(text, speech.reference), text
 
 
+@pytest.mark.parametrize(("name", "trim_ms"), [("jfk", 16), ("jfk", 48), ("jfk_phone", 96)])
+def test_a_passage_said_again_later_keeps_every_word_each_time(engine, name, trim_ms) -> None:
+    """Kennedy's clip played four times, 3 s apart (a user trying the app with it; the
+    first after 4 s). Each "ask not" after the first is a short utterance that only says
+    again a phrase of the committed text, so it is heard once more without the prompt;
+    that reading ("... ...", "S-S- S- S-") was committed instead and the words were
+    lost, or the garbage became the next prompt. Nothing may be lost or doubled on any
+    of the four."""
+    speech = clip(name).samples()
+    gap = np.zeros(3 * SAMPLE_RATE, dtype=np.float32)
+    first = speech[trim_ms * SAMPLE_RATE // 1000 :]
+    audio = np.concatenate([gap, gap[:SAMPLE_RATE], first, gap, speech, gap, speech, gap, speech])
+    text = " " + normalise("".join(fast(engine.new_transcriber(), pcm16(audio)))) + " "
+    for phrase in ("not", "your country can do for you", "you can do for your country"):
+        assert text.count(f" {phrase} ") == 4, (phrase, text)
+
+
 def test_fast_mode_is_deterministic(engine, streamed) -> None:
     speech = clip("jfk")
     assert fast(engine.new_transcriber(), speech.pcm16()) == streamed[speech.name]
