@@ -13,7 +13,6 @@ with ``open()``.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from PySide6.QtCore import QSize, Qt, QTimer
@@ -34,8 +33,6 @@ from PySide6.QtWidgets import (
 from captioner.aws import KeyringCredentials
 from captioner.cloud.account import CallerIdentity, RoleInfo
 from captioner.cloud.deploy_plan import KINDS, Kind
-from captioner.cloud.image_build import PROJECT, BuildPlan
-from captioner.cloud.image_removal import Leftovers
 from captioner.cloud.images import ImageCandidate
 from captioner.cloud.manager import EndpointManager, KindStatus
 from captioner.cloud.preflight import Check, Preflight
@@ -45,7 +42,7 @@ from captioner.settings import AwsSettings, Settings
 from captioner.ui.confirm import ask
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
-from captioner.ui.endpoints.build_dialog import BuildDialog
+from captioner.ui.endpoints.image_flow import CaptionsImageFlow
 from captioner.ui.endpoints.kind_setup import KindSetup
 from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
 from captioner.ui.endpoints.preflight_list import line_of
@@ -61,7 +58,6 @@ from captioner.ui.settings_store import SettingsStore
 log = logging.getLogger(__name__)
 
 REFRESH_MS = 1000
-BUILD_POLL_SECONDS = 15.0  # how often a running image build is looked at
 PREFERRED_SIZE = QSize(900, 760)  # the set-up reads best without side-scrolling
 # digits as mnemonics: Alt+1 / Alt+2 switch kinds without taking letters the buttons use
 TAB_TITLES: dict[Kind, str] = {"stt": "&1 Captions (speech-to-text)",
@@ -85,8 +81,6 @@ class EndpointsPage(Page):
         self.gate = GuardedStart(self.flow, self.runner, self.service, lambda: store.settings,
                                  self._on_checks)
         self.role_dialog: RoleDialog | None = None
-        self.build_dialog: BuildDialog | None = None
-        self._following: str | None = None  # the image build the page is following
 
         intro = QLabel("Run captions and spoken replies on your own Amazon SageMaker "
                        "endpoints. You need an AWS account; the steps below check "
@@ -118,6 +112,9 @@ class EndpointsPage(Page):
                                   self.commit)
         self.setups: dict[Kind, KindSetup] = {k: KindSetup(k) for k in KINDS}
         self.rows: dict[Kind, EndpointRow] = {k: s.row for k, s in self.setups.items()}
+        self.image_flow = CaptionsImageFlow(self, self.setups["stt"], store, manager,
+                                            self.service, self.runner, saved=self.commit,
+                                            changed=self.refresh_lists)
         self.kind_tabs = QTabWidget()
         self.kind_tabs.setAccessibleName("Endpoint kinds")
         for kind, setup in self.setups.items():
@@ -165,8 +162,8 @@ class EndpointsPage(Page):
             setup.row.stop_button.clicked.connect(lambda _=False, k=kind: self.stop(k))
             setup.check_requested.connect(lambda k=kind: self.check(k))
             setup.create_role_requested.connect(lambda k=kind: self.create_role(k))
-            setup.build_image_requested.connect(self.build_image)
-            setup.remove_image_requested.connect(self.remove_image)
+            setup.build_image_requested.connect(self.image_flow.build)
+            setup.remove_image_requested.connect(self.image_flow.remove)
             setup.preflight.quota_requested.connect(lambda k=kind: self.ask_quota(k))
             setup.preflight.move_first_requested.connect(
                 lambda itype, k=kind: self.move_first(k, itype))
@@ -316,14 +313,8 @@ class EndpointsPage(Page):
                     ) -> None:
         for setup in self.setups.values():
             setup.set_images(images, aws.region, account, aws.profile)
-        if not images and self._following is None:  # one started before may still run
-            self.runner.call(self.service.running_image_build, _copy(aws),
-                             done=self._rejoin_build,
-                             failed=lambda m: log.info("! no look at running builds: %s", m))
-
-    def _rejoin_build(self, found: tuple[BuildPlan, str] | None) -> None:
-        if found is not None and self._following is None:
-            self.runner.spawn(self._follow_build(_copy(self.store.settings.aws), *found))
+        if not images:  # a build started before may still run
+            self.image_flow.rejoin(_copy(aws))
 
     def _list_failed(self, key: str):
         def failed(message: str) -> None:
@@ -397,127 +388,6 @@ class EndpointsPage(Page):
             return
         log.info("= quota request for %s: %s", first, request.status)
         self.check(kind)
-
-    # ---- the captions image, built in the account -----------------------------------------
-
-    def build_image(self) -> None:
-        """Show what an image build creates and costs; build only if the user says so."""
-        setup = self.setups["stt"]
-        setup.set_build_status("Reading the account…", busy=True)
-        self.runner.call(self.service.plan_image_build, _copy(self.store.settings.aws),
-                         done=self._ask_build, failed=self._build_failed)
-
-    def _ask_build(self, plan: BuildPlan) -> None:
-        self.setups["stt"].set_build_status("")
-        dialog = BuildDialog(plan, self)
-        dialog.accepted.connect(lambda: self._start_build(plan))
-        dialog.finished.connect(dialog.deleteLater)
-        self.build_dialog = dialog
-        dialog.open()
-
-    def _start_build(self, plan: BuildPlan) -> None:
-        aws = _copy(self.store.settings.aws)
-        self.setups["stt"].set_build_status("Uploading the build files and starting the "
-                                            "build…", busy=True)
-        self.runner.call(self.service.start_image_build, aws, plan,
-                         done=lambda build_id: self.runner.spawn(
-                             self._follow_build(aws, plan, build_id)),
-                         failed=self._build_failed)
-
-    async def _follow_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
-        self._following = build_id
-        try:
-            await self._watch_build(aws, plan, build_id)
-        finally:
-            self._following = None
-
-    async def _watch_build(self, aws: AwsSettings, plan: BuildPlan, build_id: str) -> None:
-        setup = self.setups["stt"]
-        while True:
-            progress, problem = await self.runner.outcome(self.service.image_build_progress,
-                                                          aws, build_id)
-            if progress is None:
-                setup.set_build_status(
-                    f"Could not read the build's progress: {problem} It goes on in AWS "
-                    f"(CodeBuild project {PROJECT}); press Refresh lists later.",
-                    failed=True)
-                return
-            if progress.running:
-                setup.set_build_status(
-                    f"Building in AWS CodeBuild — {progress.phase.replace('_', ' ').lower()}"
-                    f", {hms(progress.seconds)} (usually 20–30 min). It goes on if you close "
-                    "Captioner.", busy=True)
-                await asyncio.sleep(BUILD_POLL_SECONDS)
-                continue
-            if progress.succeeded:
-                setup.image.setCurrentText(plan.image_uri)
-                setup.set_build_status(f"✔ Built and pushed {plan.image_uri} in "
-                                       f"{hms(progress.seconds)}; it is now the image.")
-                self.commit()
-                self.refresh_lists()
-            else:
-                setup.set_build_status(
-                    f"The image build ended {progress.status.lower().replace('_', ' ')}: "
-                    f"{progress.failure or 'no reason given'}. Its log is in CloudWatch "
-                    f"(CodeBuild project {PROJECT}).", failed=True)
-            return
-
-    def remove_image(self) -> None:
-        """List what of the captions image exists; remove it only if the user says so."""
-        setup = self.setups["stt"]
-        aws = _copy(self.store.settings.aws)
-        if serving := self._captions_endpoints(aws.region):
-            setup.set_build_status(f"Stop {serving[0]} first: a new instance of a captions "
-                                   "endpoint would need the image.", failed=True)
-            return
-        setup.set_build_status("Looking for the image and what built it…", busy=True)
-        self.runner.call(self.service.image_leftovers, aws,
-                         done=lambda found: self.runner.spawn(self._remove_image(aws, found)),
-                         failed=lambda m: setup.set_build_status(
-                             f"Could not look for the image: {m}", failed=True))
-
-    def _captions_endpoints(self, region: str) -> list[str]:
-        """Captioner's captions endpoints in ``region`` (this app's, an orphan of ours, a
-        colleague's) that a removed image would leave unable to add an instance."""
-        m, own = self.manager, self.manager.status("stt")
-        names = [own.name or "the captions endpoint"] if not own.can_start else []
-        names += [o.name for o in m.others if o.kind == "stt" and o.region in ("", region)]
-        names += [o.name for o in m.orphans
-                  if o.kind == "stt" and m.orphan_region(o.name) in (None, region)]
-        return names
-
-    async def _remove_image(self, aws: AwsSettings, found: Leftovers) -> None:
-        setup = self.setups["stt"]
-        if found.empty:
-            setup.set_build_status(f"Nothing of the captions image is left in {aws.region}.")
-            return
-        setup.set_build_status("")
-        items = "\n".join(f"• {line}" for line in found.lines())
-        answer = await ask(
-            self, "Remove the captions image from AWS?",
-            f"Remove from account {found.plan.account} ({aws.region}):\n\n{items}\n\n"
-            "Cloud captions need the image: building it again takes 20–30 minutes (about "
-            "$0.30). Endpoints, their roles and the spoken-replies image are not touched.",
-            [("remove", "&Remove"), ("cancel", "Cancel")], default="cancel")
-        if answer != "remove":
-            return
-        setup.set_build_status("Removing…", busy=True)
-        removed, problem = await self.runner.outcome(self.service.remove_image_leftovers,
-                                                     aws, found)
-        if removed is None:
-            setup.set_build_status(f"Could not remove it all: {problem}", failed=True)
-        else:
-            if found.plan.image_uri in (setup.image.currentText().strip(),
-                                        self.store.settings.cloud.stt.image_uri):
-                setup.image.setCurrentText("")  # gone: the checks would only fail on it
-                self.commit()
-            setup.set_build_status("✔ Removed " + ", ".join(removed) + ". None of it bills "
-                                   "any more.")
-        self.refresh_lists()
-
-    def _build_failed(self, message: str) -> None:
-        self.setups["stt"].set_build_status(f"Could not build the image: {message}",
-                                            failed=True)
 
     # ---- display -------------------------------------------------------------------------
 

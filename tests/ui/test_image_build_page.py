@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from captioner.cloud import image_build as ib
-from captioner.ui import endpoints_page
+from captioner.ui.endpoints import image_flow
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from tests.ui.conftest import run_async, wait_until
 from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, TestClients, open_page
@@ -20,7 +20,7 @@ from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, TestClient
 @pytest.fixture
 def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_url)
-    monkeypatch.setattr(endpoints_page, "BUILD_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(image_flow, "BUILD_POLL_SECONDS", 0.05)
     return moto_url
 
 
@@ -61,9 +61,9 @@ def test_a_newcomer_builds_the_captions_image_from_the_page(qapp, qtbot, store, 
         assert stt.build_button.isEnabled()
 
         stt.build_button.click()
-        await wait_until(lambda: page.build_dialog is not None
-                         and page.build_dialog.isVisible(), 30, "the build dialog")
-        dialog = page.build_dialog
+        await wait_until(lambda: page.image_flow.dialog is not None
+                         and page.image_flow.dialog.isVisible(), 30, "the build dialog")
+        dialog = page.image_flow.dialog
         intro = dialog.findChildren(type(stt.build_hint))[0].text()
         assert f"captioner-build-{ACCOUNT}-us-east-1" in intro and IMAGE in intro
         assert "a month" in intro  # the storage that bills after the build, too
@@ -104,9 +104,9 @@ def test_a_failed_build_says_what_failed_and_can_be_tried_again(qapp, qtbot, sto
         page.account.check_button.click()
         await wait_until(lambda: stt.build_box.isVisible(), 30, "the empty image list")
         stt.build_button.click()
-        await wait_until(lambda: page.build_dialog is not None
-                         and page.build_dialog.isVisible(), 30, "the build dialog")
-        page.build_dialog.build_button.click()
+        await wait_until(lambda: page.image_flow.dialog is not None
+                         and page.image_flow.dialog.isVisible(), 30, "the build dialog")
+        page.image_flow.dialog.build_button.click()
         await wait_until(lambda: stt.build_status.text().startswith("The image build"), 30,
                          "the failure")
         assert stt.build_status.text() == (
@@ -132,7 +132,7 @@ def test_a_build_needs_a_readable_account(qapp, qtbot, store, aws, monkeypatch):
         stt.build_button.click()
         await wait_until(lambda: stt.build_status.text().startswith("Could not build"), 30,
                          "the refusal")
-        assert page.build_dialog is None
+        assert page.image_flow.dialog is None
         assert stt.build_button.isEnabled()
         await page.runner.close()
 
