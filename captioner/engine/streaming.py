@@ -77,6 +77,8 @@ _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
 _COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
 _COPIED_FINAL = 2  # a final of this many words or more that only copies the prompt is checked
+_FAST_WORDS = 4.5  # words per second of speech no final holds (measured: 4.4 at most)
+_NEAR_COPY = 0.7  # word similarity at which an answer's tail says its words before again
 _REAL_WORD = 3  # letters: a reading without a word this long read nothing
 _SAME_LETTERS = 0.5  # letter similarity at which two readings are the same words
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
@@ -388,7 +390,8 @@ class StreamingTranscriber:
         your country. Ask") are a loop too, not words the final stopped short of,
         and so are live words past its end that only copy a phrase of the committed
         text before ("And so am I." for "ask not", right after "And so am I fellow
-        America.").
+        America."). A final longer than that live text and than its speech can hold,
+        ending in a near copy of its own words, loses the copy (``_looped_at_end``).
         """
         words: list[str] = []
         if self._speech_in(0, end) >= self.options.min_speech:
@@ -418,6 +421,10 @@ class StreamingTranscriber:
                 log.debug("= final %r shorter than live %r: kept the live text",
                           "".join(words), "".join(live))
                 words = live
+            elif (keep := self._looped_at_end(words, live, end)) < len(words):
+                log.debug("= final %r says its last words again, which the live %r did not:"
+                          " cut to %r", "".join(words), "".join(live), "".join(words[:keep]))
+                words = words[:keep]
         self._remember(words)
         self._carried, self._tentative = [], []
         self._move_seam(end)
@@ -434,6 +441,30 @@ class StreamingTranscriber:
         shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
         return (shorter and not _starts_over(live, final, a1)
                 and not _copies(live[a1:], self._context))
+
+    def _looped_at_end(self, final: Sequence[str], live: Sequence[str], end: int) -> int:
+        """How many of ``final``'s words to keep: all, unless it ends by saying its words
+        before again, nearly ("some various creatures we desire and create. From various
+        creatures we desire and create." on the telephone sonnet), in more words than its
+        speech holds and than a live decode of nearly the same speech read. A loop with a
+        word changed, which ``without_loop`` (exact copies) lets through; a phrase really
+        said twice fast was in that live text too ("It was the best of times, it was the
+        worst of times"), so it stays."""
+        last = self._decoded_at
+        if last <= 0:
+            return len(final)  # no live decode: nothing to hold it to
+        # what the live decode read, and what the speech it did not hear could add
+        room = len(live) + round(self._speech_in(min(last, end), end) * _FAST_WORDS) + 1
+        spoken = self._speech_in(0, end) * _FAST_WORDS
+        if len(final) <= max(room, spoken):
+            return len(final)
+        keys, best, keep = _keys(final), _NEAR_COPY, len(final)
+        for n in range(_COPIED_WORDS, len(keys) // 2 + 1):
+            same = difflib.SequenceMatcher(a=keys[-2 * n : -n], b=keys[-n:],
+                                           autojunk=False).ratio()
+            if same >= best and len(final) - n <= room:
+                best, keep = same, len(final) - n
+        return keep
 
     def _cut(self) -> list[str]:
         """A window outgrew ``max_window`` without a pause: finalize its first part.

@@ -187,6 +187,29 @@ def test_a_final_that_skips_agreed_words_is_decoded_again_after_them() -> None:
     assert calls[0] == "" and calls[1].startswith(" ask what you")
 
 
+def test_a_final_that_loops_with_a_word_changed_is_cut_where_the_loop_starts() -> None:
+    """The telephone sonnet: live decodes read "some very creatures we desire in three."
+    and the final, hearing barely more, "some various creatures we desire and create.
+    From various creatures we desire and create." — more words than its 2.8 s of speech
+    hold and than the live text had, ending in a near copy (one word changed, so not
+    the exact loop the decoder cuts itself). The copy goes; nothing said twice."""
+    live = [" some", " very", " creatures", " we", " desire", " in", " three."]
+    once = [" some", " various", " creatures", " we", " desire", " and", " create."]
+    looped = [*once, " From", *once[1:]]
+    text = run_one_utterance(scripted(live, lambda prefix: looped if not prefix else []))
+    assert text == "some various creatures we desire and create."
+
+
+def test_a_phrase_said_again_with_a_word_changed_is_kept() -> None:
+    """Real speech says a phrase again with one word changed ("It was the best of
+    times, it was the worst of times"), at a pace its speech can hold: a live text that
+    missed the second half does not make the final's second half a loop."""
+    best = [" It", " was", " the", " best", " of", " times,"]
+    final = [*best, " it", " was", " the", " worst", " of", " times."]
+    text = run_one_utterance(scripted(best, lambda prefix: final if not prefix else []))
+    assert text == "".join(final).strip()
+
+
 def test_tentative_text_comes_first_and_commits_never_change() -> None:
     truth = words("are you still there", 0.2)
     transcriber, _ = make(truth, first_decode_speech=0.3)
