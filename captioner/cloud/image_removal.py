@@ -14,6 +14,7 @@ pull it, so the caller asks for the captions endpoint to be stopped first.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,7 @@ from captioner.cloud.images import DEFAULT_STT_REPOSITORY, paged
 log = logging.getLogger(__name__)
 
 GB = 1024**3
+_Remover = Callable[[AccountClients, BuildPlan], None]
 _GONE = frozenset({"RepositoryNotFoundException", "NoSuchBucket", "NoSuchEntity",
                    "ResourceNotFoundException", "404"})
 
@@ -58,21 +60,7 @@ class Leftovers:
 
     def items(self) -> list[tuple[str, str]]:
         """(what, what keeping it costs) for each thing found."""
-        out = []
-        if self.images is not None:
-            count = f"{self.images} image{'s' * (self.images != 1)}"
-            size = f", {self.image_bytes / GB:.1f} GB" if self.image_bytes >= GB / 20 else ""
-            cost = (f"about ${self.monthly_cost:.2f} a month" if self.monthly_cost >= 0.01
-                    else "under a cent a month")
-            out.append((f"ECR repository {DEFAULT_STT_REPOSITORY} ({count}{size})", cost))
-        if self.bucket:
-            out.append((f"S3 bucket {self.plan.bucket} (the build files)",
-                        "under a cent a month"))
-        if self.project:
-            out.append((f"CodeBuild project {PROJECT}", "free while it does not build"))
-        if self.role:
-            out.append((f"IAM role {ROLE_NAME} (the build's role)", "free"))
-        return out
+        return [(what, cost) for what, cost, _remove in _parts(self)]
 
     def lines(self) -> list[str]:
         return [f"{what}: {cost}" for what, cost in self.items()]
@@ -95,11 +83,8 @@ def remove_leftovers(clients: AccountClients, found: Leftovers) -> list[str]:
     if found.project and running_build(clients.codebuild) is not None:
         raise DeployConfigError("An image build is running: wait for it to end (or stop it "
                                 f"in the CodeBuild console, project {PROJECT}), then remove.")
-    steps = [(found.images is not None, _remove_repository), (found.bucket, _remove_bucket),
-             (found.project, _remove_project), (found.role, _remove_role)]
     removed = []
-    for (what, _cost), remove in zip(found.items(), [r for there, r in steps if there],
-                                     strict=True):
+    for what, _cost, remove in _parts(found):
         try:
             remove(clients, found.plan)
         except AwsError as exc:
@@ -108,6 +93,28 @@ def remove_leftovers(clients: AccountClients, found: Leftovers) -> list[str]:
         log.info("= removed %s", what)
         removed.append(what)
     return removed
+
+
+def _parts(found: Leftovers) -> list[tuple[str, str, _Remover]]:
+    """(what, what keeping it costs, how to remove it) for each thing ``found`` lists:
+    one table, so what is shown and what is removed cannot drift apart."""
+    out: list[tuple[str, str, _Remover]] = []
+    if found.images is not None:
+        count = f"{found.images} image{'s' * (found.images != 1)}"
+        size = f", {found.image_bytes / GB:.1f} GB" if found.image_bytes >= GB / 20 else ""
+        cost = (f"about ${found.monthly_cost:.2f} a month" if found.monthly_cost >= 0.01
+                else "under a cent a month")
+        out.append((f"ECR repository {DEFAULT_STT_REPOSITORY} ({count}{size})", cost,
+                    _remove_repository))
+    if found.bucket:
+        out.append((f"S3 bucket {found.plan.bucket} (the build files)",
+                    "under a cent a month", _remove_bucket))
+    if found.project:
+        out.append((f"CodeBuild project {PROJECT}", "free while it does not build",
+                    _remove_project))
+    if found.role:
+        out.append((f"IAM role {ROLE_NAME} (the build's role)", "free", _remove_role))
+    return out
 
 
 def _images(ecr: Any) -> list[dict[str, Any]] | None:

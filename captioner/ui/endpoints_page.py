@@ -14,6 +14,7 @@ with ``open()``.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtWidgets import (
@@ -299,9 +300,9 @@ class EndpointsPage(Page):
         account = identity.account if identity else "ACCOUNT_ID"
         for setup in self.setups.values():
             setup.role_note.setText("Looking for roles that trust SageMaker…")
-        self.runner.call(self.service.sagemaker_roles, _copy(aws), done=self._got_roles,
+        self.runner.call(self.service.sagemaker_roles, replace(aws), done=self._got_roles,
                          failed=self._list_failed("role"))
-        self.runner.call(self.service.images, _copy(aws),
+        self.runner.call(self.service.images, replace(aws),
                          done=lambda images: self._got_images(images, aws, account),
                          failed=self._list_failed("image"))
 
@@ -314,7 +315,7 @@ class EndpointsPage(Page):
         for setup in self.setups.values():
             setup.set_images(images, aws.region, account, aws.profile)
         if not images:  # a build started before may still run
-            self.image_flow.rejoin(_copy(aws))
+            self.image_flow.rejoin(replace(aws))
 
     def _list_failed(self, key: str):
         def failed(message: str) -> None:
@@ -343,7 +344,7 @@ class EndpointsPage(Page):
     def _create_role(self, kind: Kind, proposal: RoleProposal) -> None:
         setup = self.setups[kind]
         setup.role_note.setText(f"Creating the role {proposal.name}…")
-        self.runner.call(self.service.create_role, _copy(self.store.settings.aws), proposal,
+        self.runner.call(self.service.create_role, replace(self.store.settings.aws), proposal,
                          done=lambda role: self._role_created(kind, role),
                          failed=setup.errors["role"].show_error)
 
@@ -449,10 +450,6 @@ class EndpointsPage(Page):
 
     def show_errors(self, errors: Errors) -> None:
         """Errors are shown by the boxes themselves as ``write`` finds them."""
-
-
-def _copy(aws: AwsSettings) -> AwsSettings:
-    return AwsSettings(region=aws.region, profile=aws.profile, use_keyring=aws.use_keyring)
 
 
 __all__ = ["KIND_NOUNS", "KIND_TITLES", "DeployConfirmation", "EndpointRow", "EndpointsPage",

@@ -306,13 +306,14 @@ def _check_quota(ctx: Context) -> Check:
                      "Override this check if you know the account may run this type.")
     value = quota.value
     enough = [t for t in fallbacks if t in found and found[t].value >= needed]
+    with_quota = enough[0] if enough else None  # the pool type to put first
     if value < needed:
         detail = (f"The quota “{name}” is {value:g} in {ctx.region}; the deploy needs "
                   f"{needed}.")
         move = ""
         if enough:
             detail += f" Quota for {needed} is there for {_either(enough)} in the pool."
-            move = f"Put {enough[0]} first in the pool to deploy now; or "
+            move = f"Put {with_quota} first in the pool to deploy now; or "
         tail = "." if enough else "; or put a type with quota first in the pool."
         try:
             waiting = open_request(ctx.clients.service_quotas, quota)
@@ -322,12 +323,12 @@ def _check_quota(ctx: Context) -> Check:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
                          _sentence(f"{move}wait for AWS's answer (by email, often within a "
                                    f"day), then press Check set-up{tail}"),
-                         move_first=enough[0] if enough else None)
+                         move_first=with_quota)
         ask = _sentence(f"{move}ask AWS for {needed} (free): “Ask AWS for more quota” under "
                         f"these checks in Settings → Endpoints, or the Service Quotas "
                         f"console{tail}")
         return Check(CheckId.QUOTA, Status.FAIL, detail, ask, can_ask_quota=True,
-                     move_first=enough[0] if enough else None)
+                     move_first=with_quota)
     detail = f"The quota “{name}” is {value:g} (needs {needed})."
     if short := [t for t in fallbacks if t not in enough]:
         detail += (f" No quota for {needed} of {', '.join(short)}: when {first} has no "

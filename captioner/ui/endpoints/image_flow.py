@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from PySide6.QtWidgets import QWidget
 
@@ -51,8 +52,8 @@ class CaptionsImageFlow:
         self.following: str | None = None  # the build being followed
 
     def _aws(self) -> AwsSettings:
-        aws = self.store.settings.aws
-        return AwsSettings(region=aws.region, profile=aws.profile, use_keyring=aws.use_keyring)
+        """The account settings as they are now, detached from later edits."""
+        return replace(self.store.settings.aws)
 
     # ---- build ---------------------------------------------------------------------------
 
