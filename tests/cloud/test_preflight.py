@@ -197,6 +197,19 @@ def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
                                       "(case opened).")
     assert autoscaled.fix.startswith("Wait for AWS's answer")
 
+    # An open request for fewer than the deploy needs: waiting for it is not enough, and
+    # AWS takes no second request for the quota until it answers this one.
+    fake_account.quota("ml.g6.4xlarge", 1)
+    fake_account.quota_requests([{"DesiredValue": 2.0, "Status": "PENDING"}])
+    fewer = run(fake_account, stt(autoscale_min=1, autoscale_max=3)).check(CheckId.QUOTA)
+    assert fewer.status is Status.FAIL and not fewer.can_ask_quota
+    assert fewer.detail.endswith("the deploy needs 3. An increase to 2 was asked for "
+                                 "(pending), fewer than the deploy needs.")
+    assert fewer.fix == ("Scale to at most 2 (Scaling, above) to deploy once AWS grants it, "
+                         "or ask for 3 when AWS has answered (by email, often within a day): "
+                         "AWS takes one request per quota at a time; or put a type with "
+                         "quota first in the pool.")
+
 
 def test_model_sources(fake_account: FakeAccount) -> None:
     fake_account.add_model("empty-bucket", "")

@@ -319,6 +319,15 @@ def _check_quota(ctx: Context) -> Check:
             waiting = open_request(ctx.clients.service_quotas, quota)
         except EndpointControlError:  # may not read the request history: ask anyway
             waiting = None
+        if waiting is not None and waiting.desired < needed:
+            # AWS takes one open request per quota: the larger one must wait for this answer.
+            return Check(CheckId.QUOTA, Status.FAIL,
+                         f"{detail} {waiting.describe()}, fewer than the deploy needs.",
+                         _sentence(f"{move}scale to at most {waiting.desired:g} (Scaling, "
+                                   f"above) to deploy once AWS grants it, or ask for "
+                                   f"{needed} when AWS has answered (by email, often within "
+                                   f"a day): AWS takes one request per quota at a time{tail}"),
+                         move_first=with_quota)
         if waiting is not None:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
                          _sentence(f"{move}wait for AWS's answer (by email, often within a "
