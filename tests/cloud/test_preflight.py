@@ -205,8 +205,8 @@ def test_quota_zero_fails_and_a_missing_applied_value_uses_the_default(
     assert fewer.status is Status.FAIL and not fewer.can_ask_quota
     assert fewer.detail.endswith("the deploy needs 3. An increase to 2 was asked for "
                                  "(pending), fewer than the deploy needs.")
-    assert fewer.fix == ("Scale to at most 2 (Scaling, above) to deploy once AWS grants it, "
-                         "or ask for 3 when AWS has answered (by email, often within a day): "
+    assert fewer.fix == ("Set Scaling (above) to at most 2 instances to deploy once AWS grants "
+                         "them, or ask for 3 when AWS has answered (by email, often within a day): "
                          "AWS takes one request per quota at a time; or put a type with "
                          "quota first in the pool.")
 

@@ -152,3 +152,49 @@ def test_a_pool_type_with_quota_is_put_first_in_one_click(qapp, qtbot, store, aw
 
     run_async(qapp, scenario, timeout=120)
     assert store.settings.cloud.stt.instance_types == [TYPE, "ml.g6.xlarge"]
+
+
+class FewerAskedFor(TestClients):
+    """A quota of 1 for ``TYPE``, and a request for 2 that AWS has not answered yet."""
+
+    def _quotas(self) -> Any:
+        from botocore.stub import Stubber
+        client = _offline("service-quotas")
+        stub = Stubber(client)
+        stub.add_response("list_service_quotas", {"Quotas": [
+            {"QuotaName": f"{TYPE} for endpoint usage", "QuotaCode": "L-0001", "Value": 1.0}]})
+        stub.add_response(HISTORY, {"RequestedQuotas": [{"DesiredValue": 2.0,
+                                                         "Status": "PENDING"}]})
+        stub.activate()
+        return client
+
+
+def test_an_open_request_for_fewer_instances_says_how_to_deploy_with_them(
+        qapp, qtbot, store, aws):
+    service = AccountSetupService(FewerAskedFor())
+    with_image(store, aws, [TYPE])
+
+    async def scenario() -> None:
+        page = open_page(qtbot, store, service)
+        stt = page.setups["stt"]
+        stt.autoscale.click()  # autoscale between 1 and 3, as a user sets it
+        stt.scale_max.setValue(3)
+
+        def quota_line() -> str:
+            label = stt.preflight.labels.get("quota")
+            return label.text() if label is not None else ""
+
+        stt.check_button.click()
+        await wait_until(lambda: "fewer" in quota_line(), 30, "the checks")
+        assert "the deploy needs 3. An increase to 2 was asked for (pending)" in quota_line()
+        assert "Fix: Set Scaling (above) to at most 2 instances" in quota_line()
+        assert stt.preflight.quota_button is None  # AWS would refuse a second request
+
+        stt.scale_max.setValue(2)  # the fix: then the open request is what it waits for
+        stt.check_button.click()
+        await wait_until(lambda: "Wait for AWS's answer" in quota_line(), 30, "the check again")
+        assert "fewer" not in quota_line()
+        await page.runner.close()
+
+    run_async(qapp, scenario, timeout=120)
+    assert store.settings.cloud.stt.autoscale_max == 2

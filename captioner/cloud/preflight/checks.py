@@ -323,8 +323,9 @@ def _check_quota(ctx: Context) -> Check:
             # AWS takes one open request per quota: the larger one must wait for this answer.
             return Check(CheckId.QUOTA, Status.FAIL,
                          f"{detail} {waiting.describe()}, fewer than the deploy needs.",
-                         _sentence(f"{move}scale to at most {waiting.desired:g} (Scaling, "
-                                   f"above) to deploy once AWS grants it, or ask for "
+                         _sentence(f"{move}set Scaling (above) to at most "
+                                   f"{waiting.desired:g} instances to deploy once AWS grants "
+                                   f"them, or ask for "
                                    f"{needed} when AWS has answered (by email, often within "
                                    f"a day): AWS takes one request per quota at a time{tail}"),
                          move_first=with_quota)
