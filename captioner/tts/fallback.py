@@ -1,9 +1,16 @@
 """The computer's own voice, for when no TTS endpoint is configured or it fails.
 
 :class:`LocalVoice` is all the speaker needs. The GUI passes a QTextToSpeech
-adapter (``captioner.ui.tts_fallback``); headless code uses espeak-ng, which
-renders to WAV on stdout so the audio goes through the same player and output
-device as endpoint replies, or speech-dispatcher's ``spd-say`` as a last resort.
+adapter (``captioner.ui.tts_fallback``), which plays on the system's default
+output; headless code uses espeak-ng, which renders to WAV on stdout so the audio
+goes through the same player and output device as endpoint replies, or
+speech-dispatcher's ``spd-say`` as a last resort.
+
+When the user picked an output device (a call's virtual microphone, a headset),
+the computer's voice must play there too, and QTextToSpeech cannot be told where
+(PySide6 does not bind its ``synthesize``). :func:`rendering_voice` finds a voice
+that renders to a WAV played through our player instead: macOS's ``say``, Windows'
+own voices through PowerShell's System.Speech, else espeak-ng.
 """
 
 from __future__ import annotations
@@ -11,8 +18,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shutil
 import struct
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from captioner.tts.errors import LocalVoiceError
@@ -52,6 +64,9 @@ class EspeakVoice:
         self.executable = executable or shutil.which("espeak-ng") or "espeak-ng"
         self._proc: asyncio.subprocess.Process | None = None
 
+    def set_language(self, language: str) -> None:
+        self.voice = ESPEAK_VOICES.get(language, "en")
+
     async def say(self, text: str) -> None:
         args = [self.executable, "-v", self.voice]
         if self.sink is not None:
@@ -67,7 +82,7 @@ class EspeakVoice:
             raise LocalVoiceError(f"cannot run espeak-ng: {exc.strerror or exc}") from exc
         try:
             if self.sink is not None and proc.stdout is not None:
-                await _play_wav_stream(proc.stdout, self.sink)
+                await _play_wav_stream(proc.stdout, self.sink, self.name)
             _, err = await proc.communicate()
         finally:
             self._proc = None
@@ -121,6 +136,98 @@ class SpdSayVoice:
                 proc.kill()
 
 
+RenderArgs = Callable[[str, str], list[str]]  # (WAV path, language) → command line
+
+
+def say_args(path: str, language: str) -> list[str]:
+    """macOS's ``say``: the system voice into a 16-bit WAV; the text comes on stdin."""
+    return ["say", "-o", path, "--data-format=LEI16@22050", "-f", "-"]
+
+
+# The text comes on stdin and the path in the environment: neither is ever parsed as code.
+_SAPI_SCRIPT = (
+    "$ErrorActionPreference = 'Stop'; "
+    "[Console]::InputEncoding = [Text.Encoding]::UTF8; "
+    "Add-Type -AssemblyName System.Speech; "
+    "$voice = New-Object System.Speech.Synthesis.SpeechSynthesizer; "
+    "$format = New-Object System.Speech.AudioFormat.SpeechAudioFormatInfo(22050, "
+    "[System.Speech.AudioFormat.AudioBitsPerSample]::Sixteen, "
+    "[System.Speech.AudioFormat.AudioChannel]::Mono); "
+    "$voice.SetOutputToWaveFile($env:CAPTIONER_REPLY_WAV, $format); "
+    "$voice.Speak([Console]::In.ReadToEnd()); "
+    "$voice.Dispose()"
+)
+
+
+def sapi_args(path: str, language: str) -> list[str]:
+    """Windows' own voices (System.Speech) through PowerShell, into a 16-bit mono WAV."""
+    return ["powershell", "-NoProfile", "-NonInteractive", "-Command", _SAPI_SCRIPT]
+
+
+class RenderedVoice:
+    """A voice that renders a reply to a WAV file, played through ``sink`` when done."""
+
+    def __init__(self, sink: AudioSink, name: str, args: RenderArgs, *,
+                 language: str = "English") -> None:
+        self.sink, self.name, self._args, self.language = sink, name, args, language
+        self._proc: asyncio.subprocess.Process | None = None
+
+    def set_language(self, language: str) -> None:
+        self.language = language
+
+    async def say(self, text: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="captioner-reply-") as folder:
+            path = str(Path(folder) / "reply.wav")
+            args = self._args(path, self.language)
+            try:
+                self._proc = proc = await asyncio.create_subprocess_exec(
+                    *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
+                    stderr=asyncio.subprocess.PIPE,
+                    env=dict(os.environ, CAPTIONER_REPLY_WAV=path))
+            except OSError as exc:
+                raise LocalVoiceError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
+            try:
+                _, err = await proc.communicate(text.encode("utf-8"))
+            finally:
+                self._proc = None
+            if proc.returncode:  # killed by stop() (negative) or failed
+                if proc.returncode < 0:
+                    return
+                detail = err.decode(errors="replace").strip()[-300:] if err else ""
+                raise LocalVoiceError(f"{self.name} failed ({proc.returncode}) {detail}".strip())
+            try:
+                wav = Path(path).read_bytes()
+            except OSError as exc:
+                raise LocalVoiceError(f"{self.name} wrote no audio: {exc}") from exc
+        stream = asyncio.StreamReader()
+        stream.feed_data(wav)
+        stream.feed_eof()
+        await _play_wav_stream(stream, self.sink, self.name)
+        self.sink.finish_reply()
+        await self.sink.drained()
+
+    def stop(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        self.sink.cancel()
+
+
+def rendering_voice(sink: AudioSink, language: str = "English", *,
+                    platform: str = sys.platform,
+                    which: Callable[[str], str | None] = shutil.which) -> LocalVoice | None:
+    """The computer's voice played through ``sink`` (so on its output device), or None
+    where nothing here can render one: the platform's own voices first, else espeak-ng."""
+    if platform == "darwin" and which("say"):
+        return RenderedVoice(sink, "macOS voice", say_args, language=language)
+    if platform == "win32" and which("powershell"):
+        return RenderedVoice(sink, "Windows voice", sapi_args, language=language)
+    if which("espeak-ng"):
+        return EspeakVoice(sink, language=language)
+    return None
+
+
 def find_local_voice(sink: AudioSink | None = None, *, language: str = "English"
                      ) -> LocalVoice | None:
     """The best headless voice installed here, or None."""
@@ -131,16 +238,17 @@ def find_local_voice(sink: AudioSink | None = None, *, language: str = "English"
     return None
 
 
-async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink) -> None:
-    """Feed a streamed WAV (sizes may be bogus) to ``sink`` as it arrives."""
+async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink,
+                           who: str) -> None:
+    """Feed a streamed WAV (sizes may be bogus) from ``who`` to ``sink`` as it arrives."""
     try:
         header = await stream.readexactly(12)
     except asyncio.IncompleteReadError as exc:
         if not exc.partial:
             return  # nothing to say (empty text)
-        raise LocalVoiceError("espeak-ng produced no WAV header") from exc
+        raise LocalVoiceError(f"{who} produced no WAV header") from exc
     if header[:4] != b"RIFF" or header[8:12] != b"WAVE":
-        raise LocalVoiceError("espeak-ng output is not WAV")
+        raise LocalVoiceError(f"{who} output is not WAV")
     rate = 22_050
     while True:
         try:
@@ -150,13 +258,13 @@ async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink) -> Non
                 break
             body = await stream.readexactly(size + (size & 1))
         except asyncio.IncompleteReadError as exc:
-            raise LocalVoiceError("espeak-ng output ended inside the WAV header") from exc
+            raise LocalVoiceError(f"{who} output ended inside the WAV header") from exc
         if kind == b"fmt ":
             channels, rate, bits = (struct.unpack("<H", body[2:4])[0],
                                     struct.unpack("<I", body[4:8])[0],
                                     struct.unpack("<H", body[14:16])[0])
             if channels != 1 or bits != 16:
-                raise LocalVoiceError("espeak-ng WAV is not 16-bit mono")
+                raise LocalVoiceError(f"{who} WAV is not 16-bit mono")
     sink.start_reply(rate)
     odd = b""
     while data := await stream.read(8192):

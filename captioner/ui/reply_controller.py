@@ -6,10 +6,12 @@ output device), so pickers and the settings dialog take effect on the next
 reply without a restart. A replies endpoint the app started (Settings → Endpoints)
 is used while it serves, in place of the one in the settings. The output device is
 opened on the first reply and closed again after a while without replies, so an
-idle tray app does not hold the sound card. Every outcome becomes a
-:class:`ReplyStatus` (a sentence for the status line) and every reply that starts
-playing a ``spoken(text)`` signal, for the transcript (``CaptionModel.add_typed``).
-Nothing here raises into Qt slots.
+idle tray app does not hold the sound card. This computer's voice plays on the chosen
+output too: through the platform's speech engine (QtTextToSpeech) on the default
+output, else rendered to audio for our player (``captioner.tts.fallback.rendering_voice``).
+Every outcome becomes a :class:`ReplyStatus` (a sentence for the status line) and every
+reply that starts playing a ``spoken(text)`` signal, for the transcript
+(``CaptionModel.add_typed``). Nothing here raises into Qt slots.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from captioner.transport.base import Connector
 from captioner.tts.connect import tts_connector
 from captioner.tts.errors import InvalidRequest, SpeechFailure
 from captioner.tts.events import SessionConfig
-from captioner.tts.fallback import LocalVoice
+from captioner.tts.fallback import LocalVoice, rendering_voice
 from captioner.tts.sink import AudioSink
 from captioner.tts.speaker import Speaker, SpeakerState, SpeakerStatus, SpokenReply
 from captioner.ui.settings_store import SettingsStore
@@ -41,6 +43,7 @@ FALLBACK = "Voice endpoint down — using this computer's voice."
 NO_ENDPOINT = "No voice endpoint set — using this computer's voice."
 BAD_ENDPOINT = "Voice endpoint setting is wrong — using this computer's voice."
 NO_OUTPUT = "Audio output unavailable — using this computer's voice."
+DEFAULT_OUTPUT_ONLY = "This computer's voice plays on the default output only."
 IDLE_CLOSE_SECONDS = 30.0
 
 
@@ -55,6 +58,7 @@ class OutputSink(AudioSink, Protocol):
 SinkFactory = Callable[[str | None], OutputSink]  # output device name (None = default)
 ConnectorFactory = Callable[[str], Connector | None]
 LocalVoiceFactory = Callable[[str], LocalVoice]  # language → voice
+RenderingVoiceFactory = Callable[[AudioSink, str], LocalVoice | None]  # (sink, language)
 
 
 def _qt_local_voice(language: str) -> LocalVoice:
@@ -105,16 +109,22 @@ class ReplyController(QObject):
                  connector_factory: ConnectorFactory = tts_connector,
                  local_voice: LocalVoice | None = None,
                  local_voice_factory: LocalVoiceFactory = _qt_local_voice,
+                 rendering_voice_factory: RenderingVoiceFactory = rendering_voice,
                  idle_close_seconds: float = IDLE_CLOSE_SECONDS,
                  parent: QObject | None = None) -> None:
-        """``local_voice``: this computer's voice; without it ``local_voice_factory``
-        makes one (the platform voice through QtTextToSpeech) on first need."""
+        """``local_voice``: this computer's voice on the default output; without it
+        ``local_voice_factory`` makes one (the platform voice through QtTextToSpeech) on
+        first need. ``rendering_voice_factory`` makes it play through an output device
+        the user picked (None: nothing here can)."""
         super().__init__(parent)
         self._settings = settings.settings if isinstance(settings, SettingsStore) else settings
         self._sink_factory = sink_factory
         self._connector_factory = connector_factory
         self._voice: LocalVoice | None = local_voice
         self._voice_factory: LocalVoiceFactory | None = local_voice_factory
+        self._rendering_factory = rendering_voice_factory
+        self._rendered: LocalVoice | None = None  # this computer's voice on ``self.sink``
+        self._rendered_sink: OutputSink | None = None
         self.idle_close_seconds = idle_close_seconds
         self.speaker: Speaker | None = None
         self.sink: OutputSink | None = None
@@ -232,11 +242,13 @@ class ReplyController(QObject):
                 log.warning("! voice endpoint setting: %s", exc)
                 self._connector, self._endpoint_problem = None, str(exc)
         connector = self._connector
-        if connector is not None:
+        chosen = bool(tts.output_device)
+        if connector is not None or chosen:
             await self._ensure_sink(tts.output_device)
             if self.sink is None:
                 connector = None  # endpoint audio would have nowhere to go
-        voice = self._local_voice(tts.language)
+        voice = self._voice_on_sink(tts.language) if chosen else None
+        voice = voice or self._local_voice(tts.language)
         if self.speaker is None:
             self.speaker = Speaker(connector, self.sink, config, local_voice=voice,
                                    on_status=self._on_status, on_spoken=self._on_spoken)
@@ -277,6 +289,20 @@ class ReplyController(QObject):
                 self.speaker.sink = None
             await sink.close()
 
+    def _voice_on_sink(self, language: str) -> LocalVoice | None:
+        """This computer's voice played through the open output, if it can be."""
+        sink = self.sink
+        if sink is None:
+            return None
+        if self._rendered_sink is not sink:
+            self._rendered, self._rendered_sink = self._rendering_factory(sink, language), sink
+            log.info("= this computer's voice on the chosen output: %s",
+                     self._rendered.name if self._rendered else "none can render it")
+        set_language = getattr(self._rendered, "set_language", None)
+        if callable(set_language):
+            set_language(language)
+        return self._rendered
+
     def _local_voice(self, language: str) -> LocalVoice | None:
         if self._voice is None and self._voice_factory is not None:
             try:
@@ -296,8 +322,14 @@ class ReplyController(QObject):
         """(headline, reason) when the settings keep the endpoint out of use."""
         if self._endpoint_problem is not None:
             return BAD_ENDPOINT, self._endpoint_problem
-        if self._connector is not None and self._sink_problem is not None:
+        chosen = bool(self.tts.output_device)
+        if self._sink_problem is not None and (self._connector is not None or chosen):
             return NO_OUTPUT, self._sink_problem
+        if (self._connector is None and chosen and self.sink is not None
+                and self._rendered_sink is self.sink and self._rendered is None):
+            return DEFAULT_OUTPUT_ONLY, (
+                f"Nothing on this computer can play its voice on {self.tts.output_device}: "
+                "set a voice endpoint, or install espeak-ng.")
         return None
 
     def _on_status(self, status: SpeakerStatus) -> None:

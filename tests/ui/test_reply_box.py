@@ -16,7 +16,15 @@ from captioner.audio.playback import OutputDevice, Player, WavSink, list_output_
 from captioner.tts.events import LANGUAGES, VOICES
 from captioner.tts.speaker import SpeakerState
 from captioner.ui.reply_box import SYSTEM_DEFAULT, ReplyBox
-from captioner.ui.reply_controller import BAD_ENDPOINT, FALLBACK, ReplyController, ReplyStatus
+from captioner.ui.reply_controller import (
+    BAD_ENDPOINT,
+    DEFAULT_OUTPUT_ONLY,
+    FALLBACK,
+    NO_ENDPOINT,
+    NO_OUTPUT,
+    ReplyController,
+    ReplyStatus,
+)
 from captioner.ui.settings_store import SettingsStore
 from tests.support.omni_server import ThreadedOmniServer
 from tests.ui.conftest import run_async, wait_until
@@ -47,7 +55,7 @@ class Harness:
     """A box + controller on a store saved under tmp_path, replies into a WAV file."""
 
     def __init__(self, tmp_path: Path, endpoint: str, *, sink_factory=None,
-                 devices: list[OutputDevice] | None = None) -> None:
+                 devices: list[OutputDevice] | None = None, **controller_kwargs) -> None:
         self.path = tmp_path / "settings.json"
         settings = settings_io.Settings()
         settings.tts.endpoint = endpoint
@@ -56,7 +64,8 @@ class Harness:
         self.devices_asked: list[str | None] = []
         self.voice = RecordingVoice()
         self.controller = ReplyController(
-            self.store, sink_factory=sink_factory or self._wav_sink, local_voice=self.voice)
+            self.store, sink_factory=sink_factory or self._wav_sink, local_voice=self.voice,
+            **controller_kwargs)
         self.box = ReplyBox(self.controller, self.store,
                             output_devices=lambda: list(devices or []))
         self.spoken: list[str] = []
@@ -328,6 +337,57 @@ def test_output_picker_lists_devices_and_the_reply_plays_on_the_chosen_one(
     (used,) = players
     assert used.device is not None and used.device.name == names[1]
     assert used.stats().samples_played > 0
+
+
+def test_this_computers_voice_plays_on_the_chosen_output_too(qapp, qtbot, tmp_path, pulse):
+    """No voice endpoint (a newcomer's set-up) and a device picked, say a call's virtual
+    microphone: the computer's voice must reach that device, not the default output."""
+    devices = list_output_devices()
+    players: list[Player] = []
+
+    def player(device):
+        players.append(Player(device))
+        return players[-1]
+
+    h = Harness(tmp_path, "", sink_factory=player, devices=devices)
+    h.box.output_combo.setCurrentIndex(1)
+    chosen = h.box.output_combo.currentText()
+
+    async def scenario():
+        type_and_enter(qtbot, h.box, "The computer's voice, on the chosen output.")
+        await wait_until(lambda: h.spoken, 10, "spoken")
+        await wait_until(lambda: h.controller.status.text == "Ready.", 20, "the reply")
+        await h.controller.aclose()
+
+    run_async(qapp, scenario)
+    (used,) = players
+    assert used.device is not None and used.device.name == chosen
+    assert used.stats().samples_played > 22_050  # espeak-ng's second or more of speech
+    assert h.voice.said == []  # not the platform voice, which plays on the default output
+    assert any(s.local_voice and s.text == NO_ENDPOINT for s in h.statuses)
+
+
+def test_where_the_computers_voice_cannot_reach_the_chosen_output_the_status_says_so(
+        qapp, qtbot, tmp_path, pulse):
+    devices = list_output_devices()
+    h = Harness(tmp_path, "", sink_factory=Player, devices=devices,
+                rendering_voice_factory=lambda sink, language: None)
+    h.box.output_combo.setCurrentIndex(1)
+
+    async def scenario():
+        type_and_enter(qtbot, h.box, "Only on the default output.")
+        await wait_until(lambda: h.voice.said, 10, "the platform voice")
+        await wait_until(lambda: h.controller.status.text == DEFAULT_OUTPUT_ONLY, 10,
+                         "the status")
+        h.store.settings.tts.output_device = "Unplugged headset"
+        type_and_enter(qtbot, h.box, "And now the headset is gone.")
+        await wait_until(lambda: len(h.voice.said) == 2, 10, "the platform voice again")
+        await wait_until(lambda: h.controller.status.text == NO_OUTPUT, 10, "the status")
+        await h.controller.aclose()
+
+    run_async(qapp, scenario)
+    assert h.voice.said == ["Only on the default output.", "And now the headset is gone."]
+    assert "Unplugged headset" in h.controller.status.detail
 
 
 def test_every_control_has_an_accessible_name_and_tab_reaches_it(qapp, qtbot, tmp_path):
