@@ -393,13 +393,24 @@ def pulse_route(device: AudioDevice) -> Iterator[None]:
     device is opened, so the variable only has to be set around the open call;
     the lock keeps two opens from mixing their routes. A no-op for non-Pulse devices.
     """
-    if device.pulse_name is None:
+    var = "PULSE_SINK" if device.kind == "output" else "PULSE_SOURCE"
+    with _pulse_env(var, device.pulse_name):
+        yield
+
+
+def pulse_sink(pulse_name: str | None) -> contextlib.AbstractContextManager[None]:
+    """``pulse_route`` for an output known by its Pulse sink's name (None: no-op)."""
+    return _pulse_env("PULSE_SINK", pulse_name)
+
+
+@contextlib.contextmanager
+def _pulse_env(var: str, value: str | None) -> Iterator[None]:
+    if value is None:
         yield
         return
-    var = "PULSE_SINK" if device.kind == "output" else "PULSE_SOURCE"
     with _route_lock:
         old = os.environ.get(var)
-        os.environ[var] = device.pulse_name
+        os.environ[var] = value
         try:
             yield
         finally:

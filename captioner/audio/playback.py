@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import sys
 import time
 import wave
 from collections.abc import Callable
@@ -55,6 +56,7 @@ import numpy as np
 import sounddevice as sd
 import soxr
 
+from captioner.audio.devices import list_devices, pulse_sink
 from captioner.audio.errors import AudioError
 from captioner.audio.playout import PlayoutController, Stretcher
 
@@ -71,15 +73,34 @@ class PlaybackError(AudioError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class OutputDevice:
-    index: int
+    index: int  # PortAudio's device to open (for a Pulse sink: ALSA's "pulse")
     name: str
     hostapi: str
     default_samplerate: float
     channels: int
+    pulse_name: str | None = None  # the PulseAudio sink it plays into, when one
 
 
 def list_output_devices() -> list[OutputDevice]:
-    """Devices that can play sound, in PortAudio's order."""
+    """Devices that can play sound, in PortAudio's order; on Linux each PulseAudio sink
+    (a headset, a virtual microphone's sink) in place of ALSA's "pulse" and "default",
+    which only reach the default sink."""
+    outputs = _portaudio_outputs()
+    if not sys.platform.startswith("linux"):
+        return outputs
+    try:
+        sinks = [d for d in list_devices() if d.kind == "output" and d.pulse_name]
+    except (sd.PortAudioError, OSError, ValueError) as exc:
+        log.debug("! PulseAudio sinks not listed: %s", exc)
+        return outputs
+    if not sinks:
+        return outputs
+    return [OutputDevice(d.device_index, d.title(), d.hostapi, d.default_samplerate,
+                         d.channels, d.pulse_name) for d in sinks] + [
+        d for d in outputs if d.name not in ("pulse", "default")]
+
+
+def _portaudio_outputs() -> list[OutputDevice]:
     try:
         devices = sd.query_devices()
         hostapis = sd.query_hostapis()
@@ -99,9 +120,12 @@ def list_output_devices() -> list[OutputDevice]:
 
 
 def resolve_output_device(spec: str | int | None) -> OutputDevice:
-    """The device for an index, a name (exact, else the first containing it) or the default."""
-    outputs = list_output_devices()
-    if not outputs:
+    """The device for an index, a name (exact, else the first containing it) or the default.
+
+    Names are looked up among the listed devices first, then among PortAudio's own (a
+    name saved before Pulse sinks were listed, such as "pulse", still opens)."""
+    portaudio = _portaudio_outputs()
+    if not portaudio:
         raise PlaybackError("no audio output device is available")
     if spec is None or spec == "":
         try:
@@ -114,16 +138,17 @@ def resolve_output_device(spec: str | int | None) -> OutputDevice:
     if isinstance(spec, str) and spec.strip().lstrip("-").isdigit():
         spec = int(spec)
     if isinstance(spec, int):
-        for dev in outputs:
+        for dev in portaudio:
             if dev.index == spec:
                 return dev
-        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(outputs)}")
+        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(portaudio)}")
+    listed = list_output_devices()
     wanted = spec.casefold()
     for match in (lambda d: d.name.casefold() == wanted, lambda d: wanted in d.name.casefold()):
-        for dev in outputs:
+        for dev in [*listed, *portaudio]:
             if match(dev):
                 return dev
-    raise PlaybackError(f"no audio output named {spec!r}; outputs: {_names(outputs)}")
+    raise PlaybackError(f"no audio output named {spec!r}; outputs: {_names(listed)}")
 
 
 def _names(outputs: list[OutputDevice]) -> str:
@@ -248,15 +273,16 @@ class Player:
         self._ring = np.zeros(max(1, int(self.rate * self.buffer_seconds)), dtype=np.float32)
         self._prebuffer = int(self.rate * self.prebuffer_ms / 1000)
         try:
-            self._stream = sd.OutputStream(
-                samplerate=self.rate,
-                device=self.device.index,
-                channels=1,
-                dtype="float32",
-                blocksize=max(1, int(self.rate * self.block_ms / 1000)),
-                latency=self.latency,
-                callback=self._callback,
-            )
+            with pulse_sink(self.device.pulse_name):
+                self._stream = sd.OutputStream(
+                    samplerate=self.rate,
+                    device=self.device.index,
+                    channels=1,
+                    dtype="float32",
+                    blocksize=max(1, int(self.rate * self.block_ms / 1000)),
+                    latency=self.latency,
+                    callback=self._callback,
+                )
             device_buffer = int(self._stream.latency * self.rate)
             self._read_ahead_cap = device_buffer + self._stream.blocksize
             # Warm once the device buffer has been filled (one large first request);

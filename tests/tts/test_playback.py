@@ -10,7 +10,12 @@ import numpy as np
 import pytest
 from scipy import signal
 
-from captioner.audio.playback import PlaybackError, Player, resolve_output_device
+from captioner.audio.playback import (
+    PlaybackError,
+    Player,
+    list_output_devices,
+    resolve_output_device,
+)
 from captioner.transport.websocket import websocket_connector
 from captioner.tts.events import SessionConfig
 from captioner.tts.speaker import Speaker
@@ -173,6 +178,40 @@ def test_output_device_by_index_and_by_name(pulse) -> None:
     assert resolve_output_device(str(by_name.index)) == by_name
     with pytest.raises(PlaybackError, match="#999"):
         resolve_output_device(999)
+
+
+def test_each_pulse_sink_is_an_output_and_a_reply_plays_into_the_one_picked(pulse) -> None:
+    """A call's virtual microphone on Linux is a Pulse sink: ALSA's "pulse" and "default"
+    only reach the default sink, so each sink is listed and opened by its own name."""
+    monitor = pulse.null_sink("captioner_reply_out")
+    outputs = list_output_devices()
+    (picked,) = [d for d in outputs if d.pulse_name == "captioner_reply_out"]
+    assert picked.name == "captioner_reply_out"  # its description, as the desktop shows it
+    assert any(d.pulse_name == pulse.sink for d in outputs)
+    assert not {"pulse", "default"} & {d.name for d in outputs}
+    assert resolve_output_device("pulse").pulse_name is None  # a name saved before still opens
+    there, default = MonitorRecorder(pulse, monitor), MonitorRecorder(pulse, pulse.monitor)
+    tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(RATE // 2) / RATE) * 32767).astype("<i2")
+
+    async def main():
+        player = Player(picked.name, prebuffer_ms=80)
+        await player.open()
+        try:
+            player.start_reply(RATE)
+            await player.write(tone.tobytes())
+            player.finish_reply()
+            await asyncio.wait_for(player.drained(), 5)
+        finally:
+            await player.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(main(), 20))
+        assert there.wait_for(lambda rec: len(_loud(rec.samples())) > RATE // 4, 10), (
+            "the tone did not reach the picked sink")
+    finally:
+        there.stop()
+        default.stop()
+    assert len(_loud(default.samples())) == 0  # nothing on the default sink
 
 
 def test_player_counts_an_underrun_when_the_network_falls_behind(pulse) -> None:
