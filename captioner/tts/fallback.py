@@ -17,10 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
+import re
 import shutil
 import struct
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -138,18 +141,53 @@ class SpdSayVoice:
 
 RenderArgs = Callable[[str, str], list[str]]  # (WAV path, language) → command line
 
+# Qwen3-TTS language → the culture a platform voice is picked by ("Auto": the default voice).
+CULTURES = {
+    "English": "en-US", "Chinese": "zh-CN", "Japanese": "ja-JP", "Korean": "ko-KR",
+    "German": "de-DE", "French": "fr-FR", "Russian": "ru-RU", "Portuguese": "pt-BR",
+    "Spanish": "es-ES", "Italian": "it-IT",
+}
+_MAC_VOICE = re.compile(r"^(?P<name>\S.*?)\s+(?P<locale>[a-z]{2,3})_[A-Za-z0-9]+\s+#")
 
-def say_args(path: str, language: str) -> list[str]:
-    """macOS's ``say``: the system voice into a 16-bit WAV; the text comes on stdin."""
-    return ["say", "-o", path, "--data-format=LEI16@22050", "-f", "-"]
+
+def mac_voice(language: str, listing: str) -> str | None:
+    """The first voice of ``language`` in ``say -v ?``'s listing; None for English (the
+    user's own system voice) or when none is installed."""
+    culture = CULTURES.get(language)
+    if culture is None or culture.startswith("en-"):
+        return None
+    for line in listing.splitlines():
+        if (match := _MAC_VOICE.match(line)) and match["locale"] == culture[:2]:
+            return match["name"]
+    return None
 
 
-# The text comes on stdin and the path in the environment: neither is ever parsed as code.
+@functools.cache
+def _mac_voices() -> str:
+    try:
+        return subprocess.run(["say", "-v", "?"], capture_output=True, text=True,
+                              timeout=5, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def say_args(path: str, language: str, listing: Callable[[], str] = _mac_voices
+             ) -> list[str]:
+    """macOS's ``say``: a voice of the language into a 16-bit WAV; the text comes on stdin."""
+    voice = mac_voice(language, listing())
+    return ["say", *(["-v", voice] if voice else []), "-o", path,
+            "--data-format=LEI16@22050", "-f", "-"]
+
+
+# The text comes on stdin, the path and culture in the environment: none is parsed as code.
 _SAPI_SCRIPT = (
     "$ErrorActionPreference = 'Stop'; "
     "[Console]::InputEncoding = [Text.Encoding]::UTF8; "
     "Add-Type -AssemblyName System.Speech; "
     "$voice = New-Object System.Speech.Synthesis.SpeechSynthesizer; "
+    "if ($env:CAPTIONER_REPLY_CULTURE) { try { $voice.SelectVoiceByHints('NotSet', "
+    "'NotSet', 0, [Globalization.CultureInfo]::GetCultureInfo("
+    "$env:CAPTIONER_REPLY_CULTURE)) } catch { } }; "
     "$format = New-Object System.Speech.AudioFormat.SpeechAudioFormatInfo(22050, "
     "[System.Speech.AudioFormat.AudioBitsPerSample]::Sixteen, "
     "[System.Speech.AudioFormat.AudioChannel]::Mono); "
@@ -183,7 +221,8 @@ class RenderedVoice:
                 self._proc = proc = await asyncio.create_subprocess_exec(
                     *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                     stderr=asyncio.subprocess.PIPE,
-                    env=dict(os.environ, CAPTIONER_REPLY_WAV=path))
+                    env=dict(os.environ, CAPTIONER_REPLY_WAV=path,
+                             CAPTIONER_REPLY_CULTURE=CULTURES.get(self.language, "")))
             except OSError as exc:
                 raise LocalVoiceError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
             try:

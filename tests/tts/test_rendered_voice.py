@@ -18,6 +18,7 @@ from captioner.tts.errors import LocalVoiceError
 from captioner.tts.fallback import (
     EspeakVoice,
     RenderedVoice,
+    mac_voice,
     rendering_voice,
     sapi_args,
     say_args,
@@ -27,6 +28,7 @@ RENDERER = """
 import math, os, struct, sys, time, wave
 text = sys.stdin.buffer.read().decode("utf-8")
 open(sys.argv[1], "w", encoding="utf-8").write(text)
+open(sys.argv[1] + ".culture", "w").write(os.environ["CAPTIONER_REPLY_CULTURE"])
 if "slowly" in text:
     time.sleep(30)
 if "fail" in text:
@@ -36,6 +38,14 @@ with wave.open(os.environ["CAPTIONER_REPLY_WAV"], "wb") as wav:
     wav.setnchannels(1); wav.setsampwidth(2); wav.setframerate(22050)
     wav.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 10)))
                              for i in range(22050 // 4)))
+"""
+
+
+MAC_VOICES = """Alex                en_US    # Most people recognize me by my voice.
+Bad News            en_US    # The light you see at the end of the tunnel is a train.
+Amélie              fr_CA    # Bonjour, je m’appelle Amélie.
+Anna                de_DE    # Hallo, ich heiße Anna und ich bin eine deutsche Stimme.
+Eddy (German (Germany)) de_DE    # Hallo! Ich heiße Eddy.
 """
 
 
@@ -62,11 +72,14 @@ def test_a_reply_is_rendered_then_played_through_the_sink(tmp_path, renderer):
     sink = WavSink(tmp_path / "played.wav")
 
     async def main():
-        await RenderedVoice(sink, "test voice", args).say("Héllo — “quoted” $(not code)")
+        voice = RenderedVoice(sink, "test voice", args)
+        voice.set_language("German")
+        await voice.say("Héllo — “quoted” $(not code)")
         await sink.close()
 
     run(main())
     assert heard.read_text(encoding="utf-8") == "Héllo — “quoted” $(not code)"  # stdin, as is
+    assert Path(f"{heard}.culture").read_text() == "de-DE"  # the voice is picked by it
     played = samples(tmp_path / "played.wav")
     assert len(played) == 22050 // 4 and np.abs(played).max() > 7000
 
@@ -118,11 +131,19 @@ def test_the_platforms_own_voice_is_chosen_and_never_given_the_text_as_code():
     assert isinstance(rendering_voice(sink, platform="darwin", which=which), EspeakVoice)
     assert rendering_voice(sink, platform="linux", which=lambda name: None) is None
     # the text goes on stdin: the command lines are the same whatever is said
-    assert say_args("/t/reply.wav", "English") == [
+    assert say_args("/t/reply.wav", "English", lambda: MAC_VOICES) == [
         "say", "-o", "/t/reply.wav", "--data-format=LEI16@22050", "-f", "-"]
+    assert say_args("/t/reply.wav", "German", lambda: MAC_VOICES)[:3] == ["say", "-v", "Anna"]
+    assert say_args("/t/reply.wav", "Korean", lambda: MAC_VOICES)[1] == "-o"  # none installed
     script = sapi_args("/t/reply.wav", "English")[-1]
     assert "$env:CAPTIONER_REPLY_WAV" in script and "[Console]::In.ReadToEnd()" in script
     assert "/t/reply.wav" not in script
+
+
+def test_a_macos_voice_is_picked_by_the_reply_language():
+    assert [mac_voice(language, MAC_VOICES) for language in (
+        "German", "French", "English", "Auto", "Japanese")] == [
+            "Anna", "Amélie", None, None, None]
 
 
 def test_espeak_follows_the_reply_language(tmp_path):

@@ -325,9 +325,9 @@ def _check_quota(ctx: Context) -> Check:
                          f"{detail} {waiting.describe()}, fewer than the deploy needs.",
                          _sentence(f"{move}set Scaling (above) to at most "
                                    f"{waiting.desired:g} instances to deploy once AWS grants "
-                                   f"them, or ask for "
-                                   f"{needed} when AWS has answered (by email, often within "
-                                   f"a day): AWS takes one request per quota at a time{tail}"),
+                                   f"them, or ask for {needed} when AWS has answered (by "
+                                   f"email, often within a day): AWS takes one request per "
+                                   f"quota at a time{tail}"),
                          move_first=with_quota)
         if waiting is not None:
             return Check(CheckId.QUOTA, Status.FAIL, f"{detail} {waiting.describe()}.",
