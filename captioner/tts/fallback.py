@@ -267,12 +267,18 @@ def rendering_voice(sink: AudioSink, language: str = "English", *,
     return None
 
 
-def find_local_voice(sink: AudioSink | None = None, *, language: str = "English"
-                     ) -> LocalVoice | None:
-    """The best headless voice installed here, or None."""
-    if shutil.which("espeak-ng"):
-        return EspeakVoice(sink, language=language)
-    if shutil.which("spd-say"):
+def find_local_voice(sink: AudioSink | None = None, *, language: str = "English",
+                     platform: str = sys.platform,
+                     which: Callable[[str], str | None] = shutil.which) -> LocalVoice | None:
+    """The best headless voice installed here, or None: with a ``sink``, one played
+    through it (``rendering_voice``); else espeak-ng or spd-say playing by themselves."""
+    if sink is not None:
+        voice = rendering_voice(sink, language, platform=platform, which=which)
+        if voice is not None:
+            return voice
+    elif which("espeak-ng"):
+        return EspeakVoice(None, language=language)
+    if which("spd-say"):
         return SpdSayVoice(language=language)
     return None
 

@@ -18,6 +18,8 @@ from captioner.tts.errors import LocalVoiceError
 from captioner.tts.fallback import (
     EspeakVoice,
     RenderedVoice,
+    SpdSayVoice,
+    find_local_voice,
     mac_voice,
     rendering_voice,
     sapi_args,
@@ -138,6 +140,18 @@ def test_the_platforms_own_voice_is_chosen_and_never_given_the_text_as_code():
     script = sapi_args("/t/reply.wav", "English")[-1]
     assert "$env:CAPTIONER_REPLY_WAV" in script and "[Console]::In.ReadToEnd()" in script
     assert "/t/reply.wav" not in script
+
+
+def test_the_say_command_finds_the_platforms_voice_for_its_sink_too():
+    sink = WavSink("unused.wav")
+    mac = find_local_voice(sink, platform="darwin", which=lambda name: f"/usr/bin/{name}")
+    assert isinstance(mac, RenderedVoice) and mac.sink is sink
+    spd_only = find_local_voice(sink, platform="linux",
+                                which=lambda name: "/usr/bin/spd-say" if name == "spd-say"
+                                else None)
+    assert isinstance(spd_only, SpdSayVoice)
+    alone = find_local_voice(None, platform="linux", which=lambda name: f"/usr/bin/{name}")
+    assert isinstance(alone, EspeakVoice) and alone.sink is None
 
 
 def test_a_macos_voice_is_picked_by_the_reply_language():
