@@ -203,11 +203,15 @@ def sapi_args(path: str, language: str) -> list[str]:
 
 
 class RenderedVoice:
-    """A voice that renders a reply to a WAV file, played through ``sink`` when done."""
+    """A voice that renders a reply to a WAV file, played through ``sink`` when done.
+
+    A renderer that hangs is killed after ``timeout`` (plus a little per character),
+    so one stuck reply does not hold up the ones typed after it."""
 
     def __init__(self, sink: AudioSink, name: str, args: RenderArgs, *,
-                 language: str = "English") -> None:
+                 language: str = "English", timeout: float = 20.0) -> None:
         self.sink, self.name, self._args, self.language = sink, name, args, language
+        self.timeout = timeout
         self._proc: asyncio.subprocess.Process | None = None
 
     def set_language(self, language: str) -> None:
@@ -226,7 +230,13 @@ class RenderedVoice:
             except OSError as exc:
                 raise LocalVoiceError(f"cannot run {args[0]}: {exc.strerror or exc}") from exc
             try:
-                _, err = await proc.communicate(text.encode("utf-8"))
+                _, err = await asyncio.wait_for(proc.communicate(text.encode("utf-8")),
+                                                self.timeout + 0.05 * len(text))
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+                raise LocalVoiceError(f"{self.name} did not finish rendering the reply in "
+                                      f"{self.timeout + 0.05 * len(text):.0f} s") from None
             finally:
                 self._proc = None
             if proc.returncode:  # killed by stop() (negative) or failed

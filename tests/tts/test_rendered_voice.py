@@ -116,6 +116,14 @@ def test_stop_ends_a_reply_while_it_renders(tmp_path, renderer):
     assert sink.bytes_written == 0
 
 
+def test_a_renderer_that_hangs_is_stopped_with_a_clear_error(tmp_path, renderer):
+    args, _heard = renderer
+    voice = RenderedVoice(WavSink(tmp_path / "h.wav"), "test voice", args, timeout=0.5)
+    with pytest.raises(LocalVoiceError, match="did not finish rendering the reply in 1 s"):
+        run(asyncio.wait_for(voice.say("said slowly"), 10))
+    assert voice._proc is None
+
+
 def test_the_platforms_own_voice_is_chosen_and_never_given_the_text_as_code():
     sink = WavSink("unused.wav")
     found = {"say", "powershell", "espeak-ng"}
