@@ -73,12 +73,18 @@ class PlaybackError(AudioError, RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class OutputDevice:
-    index: int  # PortAudio's device to open (for a Pulse sink: ALSA's "pulse")
+    index: int  # what the user types; PortAudio's device number unless ``open_index`` is set
     name: str
     hostapi: str
     default_samplerate: float
     channels: int
-    pulse_name: str | None = None  # the PulseAudio sink it plays into, when one
+    pulse_name: str | None = None  # the PulseAudio sink it plays into, when one …
+    open_index: int | None = None  # … through this PortAudio device (ALSA's "pulse")
+
+    @property
+    def device_index(self) -> int:
+        """PortAudio's device to open."""
+        return self.index if self.open_index is None else self.open_index
 
 
 def list_output_devices() -> list[OutputDevice]:
@@ -95,8 +101,8 @@ def list_output_devices() -> list[OutputDevice]:
         return outputs
     if not sinks:
         return outputs
-    return [OutputDevice(d.device_index, d.title(), d.hostapi, d.default_samplerate,
-                         d.channels, d.pulse_name) for d in sinks] + [
+    return [OutputDevice(d.index, d.title(), d.hostapi, d.default_samplerate, d.channels,
+                         d.pulse_name, d.device_index) for d in sinks] + [
         d for d in outputs if d.name not in ("pulse", "default")]
 
 
@@ -137,12 +143,12 @@ def resolve_output_device(spec: str | int | None) -> OutputDevice:
         spec = int(index)
     if isinstance(spec, str) and spec.strip().lstrip("-").isdigit():
         spec = int(spec)
+    listed = list_output_devices()
     if isinstance(spec, int):
-        for dev in portaudio:
+        for dev in [*listed, *portaudio]:
             if dev.index == spec:
                 return dev
-        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(portaudio)}")
-    listed = list_output_devices()
+        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(listed)}")
     wanted = spec.casefold()
     for match in (lambda d: d.name.casefold() == wanted, lambda d: wanted in d.name.casefold()):
         for dev in [*listed, *portaudio]:
@@ -276,7 +282,7 @@ class Player:
             with pulse_sink(self.device.pulse_name):
                 self._stream = sd.OutputStream(
                     samplerate=self.rate,
-                    device=self.device.index,
+                    device=self.device.device_index,
                     channels=1,
                     dtype="float32",
                     blocksize=max(1, int(self.rate * self.block_ms / 1000)),

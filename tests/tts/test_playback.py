@@ -190,6 +190,8 @@ def test_each_pulse_sink_is_an_output_and_a_reply_plays_into_the_one_picked(puls
     assert any(d.pulse_name == pulse.sink for d in outputs)
     assert not {"pulse", "default"} & {d.name for d in outputs}
     assert resolve_output_device("pulse").pulse_name is None  # a name saved before still opens
+    assert resolve_output_device(picked.index) == picked  # the number `say --list-devices` shows
+    assert len({d.index for d in outputs}) == len(outputs)
     there, default = MonitorRecorder(pulse, monitor), MonitorRecorder(pulse, pulse.monitor)
     tone = (0.3 * np.sin(2 * np.pi * 440 * np.arange(RATE // 2) / RATE) * 32767).astype("<i2")
 
