@@ -91,7 +91,10 @@ def list_output_devices() -> list[OutputDevice]:
     """Devices that can play sound, in PortAudio's order; on Linux each PulseAudio sink
     (a headset, a virtual microphone's sink) in place of ALSA's "pulse" and "default",
     which only reach the default sink."""
-    outputs = _portaudio_outputs()
+    return _with_pulse_sinks(_portaudio_outputs())
+
+
+def _with_pulse_sinks(outputs: list[OutputDevice]) -> list[OutputDevice]:
     if not sys.platform.startswith("linux"):
         return outputs
     try:
@@ -140,21 +143,26 @@ def resolve_output_device(spec: str | int | None) -> OutputDevice:
                 kind="output")["index"]
         except (sd.PortAudioError, KeyError, TypeError) as exc:
             raise PlaybackError(f"no default audio output: {exc}") from exc
-        spec = int(index)
+        return _by_index(portaudio, int(index))
     if isinstance(spec, str) and spec.strip().lstrip("-").isdigit():
         spec = int(spec)
-    listed = list_output_devices()
+    listed = _with_pulse_sinks(portaudio)
+    every = listed + [d for d in portaudio if d not in listed]  # ALSA's "pulse", "default"
     if isinstance(spec, int):
-        for dev in [*listed, *portaudio]:
-            if dev.index == spec:
-                return dev
-        raise PlaybackError(f"audio output #{spec} does not exist; outputs: {_names(listed)}")
+        return _by_index(every, spec)
     wanted = spec.casefold()
     for match in (lambda d: d.name.casefold() == wanted, lambda d: wanted in d.name.casefold()):
-        for dev in [*listed, *portaudio]:
+        for dev in every:
             if match(dev):
                 return dev
     raise PlaybackError(f"no audio output named {spec!r}; outputs: {_names(listed)}")
+
+
+def _by_index(outputs: list[OutputDevice], index: int) -> OutputDevice:
+    for dev in outputs:
+        if dev.index == index:
+            return dev
+    raise PlaybackError(f"audio output #{index} does not exist; outputs: {_names(outputs)}")
 
 
 def _names(outputs: list[OutputDevice]) -> str:

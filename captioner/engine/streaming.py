@@ -77,7 +77,7 @@ _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
 _COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
 _COPIED_FINAL = 2  # a final of this many words or more that only copies the prompt is checked
-_FAST_WORDS = 4.5  # words per second of speech no final holds (measured: 4.4 at most)
+FAST_WORDS = 4.5  # words per second no speech holds (the set's finals: 4.4 at most)
 _NEAR_COPY = 0.7  # word similarity at which an answer's tail says its words before again
 _REAL_WORD = 3  # letters: a reading without a word this long read nothing
 _SAME_LETTERS = 0.5  # letter similarity at which two readings are the same words
@@ -454,8 +454,8 @@ class StreamingTranscriber:
         if last <= 0:
             return len(final)  # no live decode: nothing to hold it to
         # what the live decode read, and what the speech it did not hear could add
-        room = len(live) + round(self._speech_in(min(last, end), end) * _FAST_WORDS) + 1
-        spoken = self._speech_in(0, end) * _FAST_WORDS
+        room = len(live) + round(self._speech_in(min(last, end), end) * FAST_WORDS) + 1
+        spoken = self._speech_in(0, end) * FAST_WORDS
         if len(final) <= max(room, spoken):
             return len(final)
         keys, best, keep = _keys(final), _NEAR_COPY, len(final)
@@ -596,10 +596,11 @@ def _reads_otherwise(bare: Sequence[str], words: Sequence[str]) -> bool:
     ``words`` (heard with it), not the same words worse. Without its prompt Whisper
     reads a short phrase worse, not otherwise: Kennedy's "Ask not!" said again came out
     "AS NOT…", "S S" or "... ..."; taking those lost the words really said again."""
-    heard, prompted = "".join(_keys(bare)), "".join(_keys(words))
-    if not any(sum(map(str.isalnum, key)) >= _REAL_WORD for key in _keys(bare)):
+    keys = _keys(bare)
+    if not any(sum(map(str.isalnum, key)) >= _REAL_WORD for key in keys):
         return False  # letters or dots: nothing read, the prompted reading stands
-    same = difflib.SequenceMatcher(a=heard, b=prompted, autojunk=False).ratio()
+    same = difflib.SequenceMatcher(a="".join(keys), b="".join(_keys(words)),
+                                   autojunk=False).ratio()
     return same < _SAME_LETTERS
 
 

@@ -71,6 +71,7 @@ from captioner.engine import onnx_graph
 from captioner.engine.model_paths import ModelDirError
 from captioner.engine.multilingual import decoding_language, model_folder
 from captioner.engine.streaming import (
+    FAST_WORDS,
     SAMPLE_RATE,
     StreamingOptions,
     StreamingTranscriber,
@@ -100,7 +101,6 @@ _MIN_NEW_TOKENS = 16
 _WORD = re.compile(r"\s*\S+")
 _LOOP_WORDS = 3  # a phrase this long said twice in a row is a decoder loop
 _REPEAT_SECONDS = 0.6  # time a repeated short word takes to say (tiny.en loops on "1.")
-_FAST_SPEECH = 4.5  # words per second: an answer wordier than this for its clip has a loop
 _DRAFTS = 8  # live answers kept as drafts (one per stream being captioned, and spare)
 
 # Text Whisper produces for silence, noise and music (YouTube subtitle credits).
@@ -548,7 +548,7 @@ def without_loop(text: str, seconds: float) -> str:
     A loop may also stop partway through its second copy ("Ask what you can do
     for your country. Ask what you can do for your..." from 2.1 s of audio that
     said "ask what you can do for your"). That ending is cut too, but only
-    when the answer holds more words than the clip could at ``_FAST_SPEECH``:
+    when the answer holds more words than the clip could at ``FAST_WORDS``:
     speech cut off while it repeats a phrase ("…to Heaven, we were all going")
     reads the same and is real.
     """
@@ -566,7 +566,7 @@ def without_loop(text: str, seconds: float) -> str:
             allowed = max(1, int(seconds / (_REPEAT_SECONDS * n)))
             if copies > allowed:
                 return "".join(words[: i + allowed * n])
-    if len(keys) > _FAST_SPEECH * seconds:  # a second copy that stops partway
+    if len(keys) > FAST_WORDS * seconds:  # a second copy that stops partway
         for i in range(len(keys)):
             for n in range(_LOOP_WORDS + 1, len(keys) - i):
                 tail = keys[i + n :]

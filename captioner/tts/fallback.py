@@ -220,7 +220,8 @@ class RenderedVoice:
     async def say(self, text: str) -> None:
         with tempfile.TemporaryDirectory(prefix="captioner-reply-") as folder:
             path = str(Path(folder) / "reply.wav")
-            args = self._args(path, self.language)
+            # off the event loop: macOS lists its voices once (a subprocess)
+            args = await asyncio.to_thread(self._args, path, self.language)
             try:
                 self._proc = proc = await asyncio.create_subprocess_exec(
                     *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
