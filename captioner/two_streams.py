@@ -29,6 +29,7 @@ from captioner.aiotasks import cancel_and_wait
 from captioner.audio.capture import AudioCapture
 from captioner.audio.dual import DualCapture
 from captioner.audio.handover import unwrapped
+from captioner.audio.reply_cancel import PlayedAudio, reply_filter
 from captioner.captioning import (
     AudioSource,
     Captioner,
@@ -229,11 +230,14 @@ class TwoStreamCaptioner:
             self.on_status(combined)
 
 
-def open_source(audio: AudioSettings) -> AudioSource | DualCapture:
-    """The capture the settings ask for (one stream, or two). Raises AudioError."""
+def open_source(audio: AudioSettings, played: PlayedAudio | None = None
+                ) -> AudioSource | DualCapture:
+    """The capture the settings ask for (one stream, or two). Raises AudioError.
+
+    ``played``: the app's spoken replies, cancelled from what is captured."""
     if audio.two_streams:
-        return DualCapture.from_settings(audio)
-    return AudioCapture.from_settings(audio)
+        return DualCapture.from_settings(audio, played=played)
+    return AudioCapture.from_settings(audio, chunk_filter=reply_filter(played))
 
 
 def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any

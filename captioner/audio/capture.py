@@ -56,6 +56,7 @@ from captioner.settings import AudioSettings
 log = logging.getLogger(__name__)
 
 Mode = Literal["mic", "system", "both"]
+ChunkFilter = Callable[[bytes, float], bytes]  # (chunk, time.monotonic()) → chunk
 LEVEL_FLOOR_DBFS = -100.0
 _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one source
 
@@ -270,7 +271,11 @@ class AudioCapture:
         max_pending_chunks: int | None = None,
         opener: StreamOpener = open_input,
         devices: Sequence[AudioDevice] | None = None,
+        chunk_filter: ChunkFilter | None = None,
     ):
+        """``chunk_filter(chunk, now)`` rewrites each chunk as it is captured (``now``:
+        ``time.monotonic()`` as it leaves the device side), e.g. cancelling the app's own
+        spoken replies (:class:`~captioner.audio.reply_cancel.ReplyCanceller`)."""
         if mode not in ("mic", "system", "both"):
             raise ValueError(f"capture mode must be mic, system or both (got {mode!r})")
         roles: list[tuple[DeviceKind, AudioDevice | None, float]] = []
@@ -299,6 +304,7 @@ class AudioCapture:
         self._out: collections.deque[bytes] = collections.deque()
         self._max_pending = max_pending_chunks
         self._opener = opener
+        self._chunk_filter = chunk_filter
         self._state = State.IDLE
         self._error: CaptureError | None = None
         self._ready: asyncio.Event | None = None
@@ -317,6 +323,7 @@ class AudioCapture:
         audio: AudioSettings,
         devices: Sequence[AudioDevice] | None = None,
         opener: StreamOpener = open_input,
+        chunk_filter: ChunkFilter | None = None,
     ) -> AudioCapture:
         """Build from ``Settings.audio`` (source, devices by name/index, gains, chunk size).
 
@@ -331,6 +338,7 @@ class AudioCapture:
         return cls(
             audio.source, mic, system, mic_gain=audio.mic_gain, system_gain=audio.system_gain,
             chunk_bytes=audio.chunk_bytes, opener=opener, devices=devices,
+            chunk_filter=chunk_filter,
         )
 
     @property
@@ -527,6 +535,8 @@ class AudioCapture:
     def _emit(self, chunk: bytes) -> None:
         if not chunk:
             return
+        if self._chunk_filter is not None:
+            chunk = self._chunk_filter(chunk, time.monotonic())
         if len(self._out) >= self._max_pending:
             self._out.popleft()  # the oldest is the least useful for live captions
             self.dropped_chunks += 1

@@ -24,6 +24,7 @@ from typing import Protocol
 from captioner.audio.capture import LEVEL_FLOOR_DBFS, AudioCapture
 from captioner.audio.devices import AudioDevice
 from captioner.audio.echo import EchoCanceller
+from captioner.audio.reply_cancel import PlayedAudio, reply_filter
 from captioner.audio.resample import TARGET_RATE
 from captioner.audio.streams import StreamOpener, open_input
 from captioner.settings import AudioSettings
@@ -117,15 +118,19 @@ class DualCapture:
     @classmethod
     def from_settings(cls, audio: AudioSettings, devices: Sequence[AudioDevice] | None = None,
                       opener: StreamOpener = open_input, *,
-                      mic_filter: MicFilter | None = None) -> DualCapture:
+                      mic_filter: MicFilter | None = None,
+                      played: PlayedAudio | None = None) -> DualCapture:
         """Raises :class:`DeviceNotFound` like :meth:`AudioCapture.from_settings`. The mic
-        filter is WebRTC echo cancellation unless ``audio.echo_cancel`` is off."""
+        filter is WebRTC echo cancellation unless ``audio.echo_cancel`` is off. With
+        ``played``, each side cancels the app's own spoken replies on its own (the system
+        side's are gone before the mic filter reads it as its reference)."""
         if mic_filter is None and audio.echo_cancel:
             mic_filter = EchoCanceller()
         captures = []
         for role in ("mic", "system"):
             one = AudioSettings(**{**vars(audio), "source": role})
-            captures.append(AudioCapture.from_settings(one, devices, opener))
+            captures.append(AudioCapture.from_settings(
+                one, devices, opener, chunk_filter=reply_filter(played)))
         return cls(*captures, mic_filter=mic_filter)
 
     @property

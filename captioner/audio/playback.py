@@ -59,6 +59,7 @@ import soxr
 from captioner.audio.devices import list_devices, pulse_sink
 from captioner.audio.errors import AudioError
 from captioner.audio.playout import PlayoutController, Stretcher
+from captioner.audio.reply_cancel import PlayedAudio
 
 log = logging.getLogger(__name__)
 
@@ -209,6 +210,7 @@ class Player:
         quality: str = "LQ",
         margin_ms: float = 30.0,
         max_stretch: float = 0.03,
+        tap: PlayedAudio | None = None,
     ) -> None:
         """``on_underrun(total)`` runs on the event loop each time the ring runs dry.
 
@@ -219,8 +221,12 @@ class Player:
 
         ``margin_ms`` is the jitter margin the playout controller builds up once a reply
         plays, by stretching it by at most ``max_stretch`` (0 turns the controller off).
+
+        ``tap`` is told each block of reply audio and when the device plays it, so the
+        captures can cancel the reply's echo (:mod:`captioner.audio.reply_cancel`).
         """
         self.device_spec = device
+        self.tap = tap
         self.on_underrun = on_underrun
         self.warmup_timeout = warmup_timeout
         self.quality = quality
@@ -562,6 +568,8 @@ class Player:
                 self._playing = False  # the next write schedules a later start
                 if self.on_underrun is not None and self._loop is not None:
                     self._loop.call_soon_threadsafe(self.on_underrun, self._underruns)
+        if n and self.tap is not None:
+            self.tap.played(outdata[:, 0], self.rate, (pos - clock) / self.rate)
         loop = self._loop
         if loop is None:
             return

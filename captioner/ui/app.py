@@ -20,6 +20,7 @@ import signal
 import sys
 import tempfile
 from collections.abc import Coroutine
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from PySide6.QtWidgets import QApplication
 
 from captioner.aiotasks import cancel_and_wait
 from captioner.alerts import AlertMatcher
+from captioner.audio.playback import Player
+from captioner.audio.reply_cancel import PlayedAudio
 from captioner.captioning import EmbeddedEngine
 from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.endpoints import cloud_configured, control_from_settings
@@ -38,6 +41,7 @@ from captioner.feed.outputs import FeedOutputs
 from captioner.feed.page import render_page
 from captioner.realtime.captions import CaptionUpdate, labelled
 from captioner.transcript.journal import mark_recovered, unfinished_journals
+from captioner.two_streams import open_source
 from captioner.ui.actions import AppActions
 from captioner.ui.appearance import palette
 from captioner.ui.confirm import ask
@@ -45,7 +49,6 @@ from captioner.ui.controller import (
     CaptionController,
     CaptionStatus,
     SourceFactory,
-    _default_source,
     describe_endpoint,
     describe_source,
 )
@@ -80,7 +83,7 @@ class CaptionerApp(QObject):
     quit_requested = Signal()
 
     def __init__(self, store: SettingsStore, *, embedded: EmbeddedEngine | None = None,
-                 source_factory: SourceFactory = _default_source,
+                 source_factory: SourceFactory | None = None,
                  tray_available: bool | None = None, debug_state_file: str | None = None,
                  endpoints: EndpointManager | None = None,
                  endpoint_setup: SetupService | None = None,
@@ -94,8 +97,11 @@ class CaptionerApp(QObject):
         self.actions = AppActions(settings.shortcuts, self)
         self.matcher = AlertMatcher(settings.alert_words)
         self.overlay = Overlay(settings.appearance, self.actions, self.matcher)
-        self.controller = CaptionController(store, embedded=embedded,
-                                            source_factory=source_factory, parent=self)
+        # What replies play, so the captures can cancel it (captioner.audio.reply_cancel).
+        self.played = PlayedAudio()
+        self.controller = CaptionController(
+            store, embedded=embedded, parent=self,
+            source_factory=source_factory or partial(open_source, played=self.played))
         self.tray = Tray(self.actions, self, available=tray_available)
         self.overlay.set_menu_button_visible(not self.tray.available)
         if not self.tray.available and self.overlay.click_through:
@@ -119,7 +125,8 @@ class CaptionerApp(QObject):
         self.setup_runner = Runner()
         self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}
         self.endpoint_tray = self.endpoint_trays["stt"]
-        self.replies = replies or ReplyController(store, parent=self)
+        self.replies = replies or ReplyController(
+            store, sink_factory=partial(Player, tap=self.played), parent=self)
         self.reply_box = ReplyBox(self.replies, store)
         self.reply_box.addActions(self.actions.keyboard())  # Qt's keys work there too
         # the reply box opens from any app too (issue #8); started in start()

@@ -6,9 +6,11 @@ output device), so pickers and the settings dialog take effect on the next
 reply without a restart. A replies endpoint the app started (Settings → Endpoints)
 is used while it serves, in place of the one in the settings. The output device is
 opened on the first reply and closed again after a while without replies, so an
-idle tray app does not hold the sound card. This computer's voice plays on the chosen
-output too: through the platform's speech engine (QtTextToSpeech) on the default
-output, else rendered to audio for our player (``captioner.tts.fallback.rendering_voice``).
+idle tray app does not hold the sound card. This computer's voice is rendered to audio
+for our player too (``captioner.tts.fallback.rendering_voice``), so it plays on the
+chosen output and the captures can cancel what they hear of it
+(``captioner.audio.reply_cancel``); where nothing can render it, the platform's speech
+engine (QtTextToSpeech) speaks on the default output.
 Every outcome becomes a :class:`ReplyStatus` (a sentence for the status line) and every
 reply that starts playing a ``spoken(text)`` signal, for the transcript
 (``CaptionModel.add_typed``). Nothing here raises into Qt slots.
@@ -112,10 +114,10 @@ class ReplyController(QObject):
                  rendering_voice_factory: RenderingVoiceFactory = rendering_voice,
                  idle_close_seconds: float = IDLE_CLOSE_SECONDS,
                  parent: QObject | None = None) -> None:
-        """``local_voice``: this computer's voice on the default output; without it
-        ``local_voice_factory`` makes one (the platform voice through QtTextToSpeech) on
-        first need. ``rendering_voice_factory`` makes it play through an output device
-        the user picked (None: nothing here can)."""
+        """``rendering_voice_factory`` makes this computer's voice play through the open
+        output (None: nothing here can render it). Where it cannot, ``local_voice`` speaks
+        on the default output; without it ``local_voice_factory`` makes one (the platform
+        voice through QtTextToSpeech) on first need."""
         super().__init__(parent)
         self._settings = settings.settings if isinstance(settings, SettingsStore) else settings
         self._sink_factory = sink_factory
@@ -242,13 +244,12 @@ class ReplyController(QObject):
                 log.warning("! voice endpoint setting: %s", exc)
                 self._connector, self._endpoint_problem = None, str(exc)
         connector = self._connector
-        chosen = bool(tts.output_device)
-        if connector is not None or chosen:
-            await self._ensure_sink(tts.output_device)
-            if self.sink is None:
-                connector = None  # endpoint audio would have nowhere to go
-        voice = self._voice_on_sink(tts.language) if chosen else None
-        voice = voice or self._local_voice(tts.language)
+        # Every reply goes through our player when it can (this computer's voice too,
+        # rendered to audio), so the captures know what it played and cancel it.
+        await self._ensure_sink(tts.output_device)
+        if self.sink is None:
+            connector = None  # endpoint audio would have nowhere to go
+        voice = self._voice_on_sink(tts.language) or self._local_voice(tts.language)
         if self.speaker is None:
             self.speaker = Speaker(connector, self.sink, config, local_voice=voice,
                                    on_status=self._on_status, on_spoken=self._on_spoken)
@@ -296,7 +297,7 @@ class ReplyController(QObject):
             return None
         if self._rendered_sink is not sink:
             self._rendered, self._rendered_sink = self._rendering_factory(sink, language), sink
-            log.info("= this computer's voice on the chosen output: %s",
+            log.info("= this computer's voice on the reply output: %s",
                      self._rendered.name if self._rendered else "none can render it")
         set_language = getattr(self._rendered, "set_language", None)
         if callable(set_language):

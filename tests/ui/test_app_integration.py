@@ -60,6 +60,7 @@ def test_replies_use_a_started_replies_endpoint_and_fall_back(qapp, store, tone_
         app = make_app(store, tone_wav)
         app.endpoints.activity = used.append
         app.replies._voice = voice
+        app.replies._rendering_factory = lambda _sink, _language: None  # the voice above
         app.replies._sink_factory = lambda _device: WavSink(tmp_path / "reply.wav")
         app.replies.say("Before the endpoint.")
         await wait_until(lambda: voice.said, 10, "the computer's voice")

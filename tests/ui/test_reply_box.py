@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QAbstractButton, QApplication, QComboBox, QLineEdi
 from captioner import settings as settings_io
 from captioner.audio.playback import OutputDevice, Player, WavSink, list_output_devices
 from captioner.tts.events import LANGUAGES, VOICES
+from captioner.tts.fallback import rendering_voice
 from captioner.tts.speaker import SpeakerState
 from captioner.ui.reply_box import SYSTEM_DEFAULT, ReplyBox
 from captioner.ui.reply_controller import (
@@ -63,6 +64,8 @@ class Harness:
         self.wav = tmp_path / "reply.wav"
         self.devices_asked: list[str | None] = []
         self.voice = RecordingVoice()
+        # The recording voice stands for this computer's voice unless a test renders it.
+        controller_kwargs.setdefault("rendering_voice_factory", lambda _sink, _language: None)
         self.controller = ReplyController(
             self.store, sink_factory=sink_factory or self._wav_sink, local_voice=self.voice,
             **controller_kwargs)
@@ -252,7 +255,8 @@ def test_a_wrong_endpoint_setting_is_named_and_the_local_voice_speaks(qapp, qtbo
     run_async(qapp, scenario)
     assert h.box.status_label.text() == BAD_ENDPOINT
     assert h.box.status_label.toolTip()  # the parser's reason
-    assert h.devices_asked == []  # no output opened for an endpoint that cannot be used
+    # the default output, opened for this computer's voice (rendered where it can be)
+    assert h.devices_asked == [None]
 
 
 def test_voice_and_language_pickers_list_qwen_values_and_persist(qapp, qtbot, tmp_path,
@@ -349,7 +353,8 @@ def test_this_computers_voice_plays_on_the_chosen_output_too(qapp, qtbot, tmp_pa
         players.append(Player(device))
         return players[-1]
 
-    h = Harness(tmp_path, "", sink_factory=player, devices=devices)
+    h = Harness(tmp_path, "", sink_factory=player, devices=devices,
+                rendering_voice_factory=rendering_voice)
     h.box.output_combo.setCurrentIndex(1)
     chosen = h.box.output_combo.currentText()
 

@@ -1,0 +1,181 @@
+"""Keep the app's own spoken replies out of what the captions hear, by their samples.
+
+A typed reply is played on an output the captions may be listening to: system
+audio captures the default output digitally, and a microphone hears the speakers.
+Without help, the reply comes back as a caption of the other side. The text-level
+filter (``captioner.transcript.reply_echo``) drops caption words that repeat the
+reply, but a voice the model misreads ("The low air." for "Hello there") shares no
+words with it and was shown as something the other side said.
+
+The app knows exactly what it played, so the reply is cancelled from the captured
+audio before recognition, with the echo canceller the two-stream mode uses for the
+microphone (WebRTC AEC3, :class:`~captioner.audio.echo.EchoCanceller`) and the
+played reply as its reference:
+
+- :class:`PlayedAudio` is what the reply player hands the device, kept as 16 kHz
+  mono on a timeline of seconds (``time.monotonic``). The player's audio thread
+  calls :meth:`PlayedAudio.played` with each block and the time the device's clock
+  says it plays; the rest happens on the reading side.
+- :class:`ReplyCanceller` sits on a capture's chunks. It maps capture positions to
+  the same timeline (the lower envelope of arrival time minus audio captured, which
+  follows the slowest-drifting clock without the jitter of any one arrival), reads
+  the reference for each chunk's span and, while a reply plays or its echo may still
+  arrive, runs the chunk through a canceller. The echo comes a little after its
+  reference (the output's and the capture's buffering); the canceller measures that
+  delay itself. The rest of the time chunks pass untouched: AEC3 changes audio
+  slightly even with a silent reference (8 ms later, a little quieter), and captions
+  of everything else must not pay for it.
+
+Plain code: no asyncio and no Qt; the only lock is :class:`PlayedAudio`'s queue,
+which the audio thread appends to.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import numpy as np
+import soxr
+
+from captioner.audio.echo import EchoCanceller
+from captioner.audio.resample import TARGET_RATE
+
+if TYPE_CHECKING:
+    from captioner.audio.dual import MicFilter
+
+log = logging.getLogger(__name__)
+
+KEEP_SECONDS = 10.0  # played audio kept: longer than any echo takes to come back
+TAIL_SECONDS = 1.5  # the canceller runs this long after the last reply sample: its echo
+CLOCK_SLEW = 0.0005  # the capture clock's envelope may rise 0.5 ms per second (drift)
+NEW_RUN_SECONDS = 0.05  # a block this far off where the last one ended starts a new run
+
+CancellerFactory = Callable[[], "MicFilter"]
+
+
+class PlayedAudio:
+    """What the reply player played, as 16 kHz mono int16 by ``time.monotonic`` time."""
+
+    def __init__(self, keep_seconds: float = KEEP_SECONDS) -> None:
+        self._pending: collections.deque[tuple[float, np.ndarray, int]] = collections.deque()
+        self._keep = round(keep_seconds * TARGET_RATE)
+        self._buf = np.zeros(0, dtype=np.float32)
+        self._base = 0  # tick (1/16000 s of monotonic time) of _buf[0]
+        self._run_end: float | None = None  # time the current run's next block is due
+        self._run_rate = 0
+        self._run_tick = 0  # tick where the current run's next resampled sample goes
+        self._resampler: soxr.ResampleStream | None = None
+
+    # --- the player's audio thread ----------------------------------------------
+
+    def played(self, block: np.ndarray, rate: int, at: float) -> None:
+        """``block`` (float32, mono) was handed to the device to sound from ``at``.
+
+        Called on the audio thread: it only queues a copy (a deque append is atomic)."""
+        self._pending.append((at, np.array(block, dtype=np.float32, copy=True), rate))
+
+    # --- the reading side ------------------------------------------------------------
+
+    def reference(self, start_tick: int, size: int) -> np.ndarray:
+        """The played audio over ``size`` ticks from ``start_tick``; silence where none."""
+        self._take_pending()
+        out = np.zeros(size, dtype=np.float32)
+        lo, hi = max(start_tick, self._base), min(start_tick + size, self._base + self._buf.size)
+        if hi > lo:
+            out[lo - start_tick: hi - start_tick] = self._buf[lo - self._base: hi - self._base]
+        return out
+
+    def _take_pending(self) -> None:
+        while self._pending:
+            at, block, rate = self._pending.popleft()
+            if (self._resampler is None or rate != self._run_rate or self._run_end is None
+                    or abs(at - self._run_end) > NEW_RUN_SECONDS):
+                # A new run (a reply after a pause, an underrun): placed by its own time.
+                log.debug("= played: a run starts at %.3f (the last ended at %s)", at,
+                          self._run_end and f"{self._run_end:.3f}")
+                self._resampler = soxr.ResampleStream(rate, TARGET_RATE, 1, dtype="float32",
+                                                      quality="LQ")
+                self._run_rate, self._run_tick = rate, round(at * TARGET_RATE)
+            self._run_end = at + block.size / rate
+            samples = self._resampler.resample_chunk(block)
+            self._put(self._run_tick, samples)
+            self._run_tick += samples.size
+
+    def _put(self, tick: int, samples: np.ndarray) -> None:
+        if not samples.size:
+            return
+        end = tick + samples.size
+        if not self._buf.size:
+            self._buf, self._base = samples.copy(), tick
+        else:
+            if tick < self._base:
+                self._buf = np.concatenate([np.zeros(self._base - tick, np.float32), self._buf])
+                self._base = tick
+            if end > self._base + self._buf.size:
+                grow = end - self._base - self._buf.size
+                self._buf = np.concatenate([self._buf, np.zeros(grow, np.float32)])
+            self._buf[tick - self._base: end - self._base] = samples
+        excess = self._buf.size - self._keep
+        if excess > 0:
+            self._buf = self._buf[excess:]
+            self._base += excess
+
+
+class ReplyCanceller:
+    """One capture's chunks in, the same chunks without the replies' echo out."""
+
+    def __init__(self, played: PlayedAudio, *,
+                 make_canceller: CancellerFactory = EchoCanceller,
+                 tail_seconds: float = TAIL_SECONDS) -> None:
+        self._played = played
+        self._make_canceller = make_canceller
+        self._tail = round(tail_seconds * TARGET_RATE)
+        self._pos = 0  # samples captured so far
+        self._offset = math.inf  # envelope of (arrival tick − capture position)
+        self._offset_at = 0.0
+        self._latched = 0.0  # the mapping in use while a canceller runs
+        self._canceller: MicFilter | None = None
+        self._echo_until: int | None = None  # tick up to which a reply's echo may come
+        self.replies_cancelled = 0  # stretches of capture that went through a canceller
+
+    def process(self, chunk: bytes, now: float) -> bytes:
+        """``chunk``: the newest 16 kHz mono PCM16 captured, which arrived at ``now``."""
+        size = len(chunk) // 2
+        start = self._pos
+        self._pos += size
+        arrival = now * TARGET_RATE - self._pos
+        rise = CLOCK_SLEW * TARGET_RATE * (now - self._offset_at)
+        self._offset = min(arrival, self._offset + rise)
+        self._offset_at = now
+        # While a canceller runs, the mapping stays as it was when it started: a step
+        # in it (an early chunk lowering the envelope) would move the reference against
+        # the echo, and AEC3 would let the echo through until it found it again.
+        offset = self._offset if self._canceller is None else self._latched
+        start_tick = round(start + offset)
+        reference = self._played.reference(start_tick, size)
+        if np.any(reference):
+            self._echo_until = start_tick + size + self._tail
+        elif self._echo_until is None or start_tick >= self._echo_until:
+            if self._canceller is not None:
+                log.debug("= reply echo: canceller off")
+                self._canceller = None
+            return chunk
+        if self._canceller is None:
+            log.debug("= reply echo: canceller on")
+            self._canceller = self._make_canceller()
+            self._latched = offset
+            self.replies_cancelled += 1
+        pcm16 = (np.clip(reference, -1.0, 1.0) * 32767).astype("<i2").tobytes()
+        return self._canceller.process(chunk, pcm16)
+
+
+def reply_filter(played: PlayedAudio | None) -> Callable[[bytes, float], bytes] | None:
+    """A capture's ``chunk_filter`` that cancels the replies in ``played`` (None: none)."""
+    return None if played is None else ReplyCanceller(played).process
+
+
+__all__ = ["PlayedAudio", "ReplyCanceller", "reply_filter"]

@@ -1,0 +1,204 @@
+"""The app's own spoken replies are cancelled from what the captions hear.
+
+Real parts throughout: espeak-ng's voice, WebRTC's echo canceller, and in the last
+tests the reply player and a capture on the PulseAudio null sink's monitor, read by
+the on-device engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import soundfile as sf
+import soxr
+
+from captioner.audio.capture import AudioCapture
+from captioner.audio.playback import Player
+from captioner.audio.reply_cancel import TAIL_SECONDS, PlayedAudio, ReplyCanceller, reply_filter
+from captioner.audio.resample import TARGET_RATE
+from captioner.engine.whisper import WhisperEngine
+from captioner.tts.fallback import EspeakVoice
+from tests.support.speech_set import clip
+
+DEVICE_RATE = 44_100
+BLOCK = 441  # the player's 10 ms blocks
+CHUNK = 1600  # the capture's 100 ms chunks
+REPLY = "Hello there. I will be right back after this call."
+
+needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
+                                  reason="espeak-ng is not installed")
+
+
+def espeak(text: str, rate: int) -> np.ndarray:
+    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True,
+                         check=True, timeout=30).stdout
+    audio, sr = sf.read(io.BytesIO(wav), dtype="float32")
+    return soxr.resample(audio, sr, rate).astype(np.float32)
+
+
+def pcm16(x: np.ndarray) -> bytes:
+    return (np.clip(x, -1, 1) * 32767).astype("<i2").tobytes()
+
+
+def floats(pcm: bytes) -> np.ndarray:
+    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768
+
+
+def rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
+
+
+def play(played: PlayedAudio, audio: np.ndarray, at: float) -> None:
+    """What the player's callback does: each block with the time it sounds."""
+    for i in range(0, audio.size, BLOCK):
+        played.played(audio[i:i + BLOCK], DEVICE_RATE, at + i / DEVICE_RATE)
+
+
+def test_played_blocks_form_one_run_and_a_later_reply_is_placed_by_its_own_time():
+    played = PlayedAudio()
+    tone = (0.5 * np.sin(np.arange(DEVICE_RATE // 2) * 2 * np.pi * 440 / DEVICE_RATE)
+            ).astype(np.float32)
+    play(played, tone, at=100.0)
+    play(played, tone, at=103.0)
+    start = round(100.0 * TARGET_RATE)
+    ref = played.reference(start - 800, 4 * TARGET_RATE)  # from 0.05 s before the first
+    first, gap, second = ref[800:800 + 7900], ref[800 + 8100:800 + 47_900], ref[800 + 48_100:]
+    expected = soxr.resample(tone, DEVICE_RATE, TARGET_RATE)
+    assert rms(ref[:800]) == 0.0  # nothing before the first block
+    assert rms(first) == pytest.approx(rms(expected), rel=0.05)  # the whole run, unbroken
+    assert np.min(np.abs(first[100:-100]).reshape(-1, 20).max(axis=1)) > 0.4  # no holes
+    assert rms(gap) == 0.0
+    assert rms(second[:7800]) == pytest.approx(rms(expected), rel=0.05)
+    assert rms(ref[800 + 48_000 + 8_000:]) == 0.0  # and nothing after it
+
+
+def test_played_audio_keeps_only_the_last_seconds():
+    played = PlayedAudio(keep_seconds=2.0)
+    noise = np.random.default_rng(0).uniform(-0.5, 0.5, DEVICE_RATE * 5).astype(np.float32)
+    play(played, noise, at=50.0)
+    assert rms(played.reference(round(50.0 * TARGET_RATE), TARGET_RATE * 2)) == 0.0
+    assert rms(played.reference(round(53.0 * TARGET_RATE), TARGET_RATE * 2)) > 0.1
+
+
+def run_capture(played: PlayedAudio, captured: np.ndarray, t0: float, *,
+                jitter: float = 0.02, early_at: float | None = None
+                ) -> tuple[bytes, bytes, ReplyCanceller]:
+    """Feed ``captured`` (16 kHz, its first sample at time ``t0``) through a canceller
+    in chunks that arrive 30 ms late plus up to ``jitter`` s more, as a capture's do;
+    the chunk ending at ``early_at`` s arrives with hardly any delay."""
+    canceller = ReplyCanceller(played)
+    rng = np.random.default_rng(1)
+    raw = pcm16(captured)
+    out = bytearray()
+    for i in range(0, len(raw), CHUNK * 2):
+        chunk = raw[i:i + CHUNK * 2]
+        end = (i // 2 + len(chunk) // 2) / TARGET_RATE
+        late = 0.03 + rng.uniform(0, jitter)
+        if early_at is not None and abs(end - early_at) < CHUNK / TARGET_RATE / 2:
+            late = 0.002
+        out += canceller.process(chunk, t0 + end + late)
+    return raw, bytes(out), canceller
+
+
+def echo_of(reply_at_device_rate: np.ndarray, delay: float, gain: float,
+            length: int) -> np.ndarray:
+    """The reply as a capture of the output hears it: at 16 kHz, later and quieter."""
+    heard = soxr.resample(reply_at_device_rate, DEVICE_RATE, TARGET_RATE) * gain
+    out = np.zeros(length, dtype=np.float32)
+    start = round(delay * TARGET_RATE)
+    out[start:start + heard.size] = heard[:length - start]
+    return out
+
+
+@needs_espeak
+@pytest.mark.parametrize(("delay", "early_at"), [(0.12, None), (0.45, None), (0.12, 3.0)])
+def test_a_reply_heard_back_is_cancelled_and_everything_else_passes_untouched(delay, early_at):
+    """Also when a chunk arrives early in the middle of the reply (a capture's clock
+    estimate steps then; the reply's mapping must not)."""
+    played = PlayedAudio()
+    reply = espeak(REPLY, DEVICE_RATE)
+    t0, reply_at = 200.0, 202.0  # the capture runs from t0; the reply plays at 202 s
+    play(played, reply, at=reply_at)
+    speech = clip("jfk").samples()  # someone talking before the reply…
+    total = TARGET_RATE * 2 + round(reply.size / DEVICE_RATE * TARGET_RATE) + TARGET_RATE * 6
+    captured = echo_of(reply, reply_at - t0 + delay, 0.6, total)
+    captured[:TARGET_RATE * 2] += speech[:TARGET_RATE * 2]
+    after = total - TARGET_RATE * 4  # …and well after its echo has gone
+    captured[after:] += speech[TARGET_RATE * 2:TARGET_RATE * 6]
+
+    raw, out, canceller = run_capture(played, captured, t0, early_at=early_at)
+
+    echo = slice((2 * TARGET_RATE + round(delay * TARGET_RATE)) * 2, after * 2 - 2 * TARGET_RATE)
+    before = rms(floats(raw[echo]))
+    left = rms(floats(out[echo]))
+    assert 20 * np.log10(left / before) < -25  # the reply is gone from the captured audio
+    untouched = (2 * TARGET_RATE - CHUNK) * 2  # up to the chunk the reply starts in
+    assert out[:untouched] == raw[:untouched]  # untouched before it
+    assert out[after * 2:] == raw[after * 2:]  # and once its echo has passed
+    assert canceller.replies_cancelled == 1
+    assert len(out) == len(raw)
+
+
+def test_without_a_reply_the_capture_is_not_touched():
+    played = PlayedAudio()
+    speech = clip("jfk").samples()
+    raw, out, canceller = run_capture(played, speech, 10.0)
+    assert out == raw and canceller.replies_cancelled == 0
+    assert reply_filter(None) is None
+
+
+@needs_espeak
+def test_a_reply_played_on_the_sink_the_captions_hear_is_not_captioned(pulse):
+    """The player and a system-audio capture on the null sink's monitor, as in the app:
+    the raw capture reads as the reply, the cancelled one as nothing."""
+
+    async def scenario() -> tuple[bytes, bytes]:
+        played = PlayedAudio()
+        canceller = reply_filter(played)
+        assert canceller is not None
+        raw, kept = bytearray(), bytearray()
+
+        def tap(chunk: bytes, now: float) -> bytes:
+            raw.extend(chunk)
+            out = canceller(chunk, now)
+            kept.extend(out)
+            return out
+
+        capture = AudioCapture("system", chunk_filter=tap)
+        await capture.start()
+
+        async def drain() -> None:
+            async for _chunk in capture.chunks():
+                pass
+
+        reading = asyncio.create_task(drain())
+        player = Player(None, tap=played)
+        await player.open()
+        try:
+            await asyncio.sleep(0.5)
+            await EspeakVoice(player, language="English").say(REPLY)
+            await player.drained()
+            await asyncio.sleep(TAIL_SECONDS + 0.5)
+        finally:
+            await player.close()
+            await capture.stop()
+            await reading
+        return bytes(raw), bytes(kept)
+
+    raw, kept = asyncio.run(scenario())
+    assert rms(floats(raw)) > 0.01  # the reply did reach the captured output
+    assert 20 * np.log10(rms(floats(kept)) / rms(floats(raw))) < -20
+    engine = WhisperEngine()
+
+    def heard(pcm: bytes) -> str:
+        t = engine.new_transcriber()
+        text = "".join(t.push(pcm[i:i + 3200]) for i in range(0, len(pcm), 3200))
+        return (text + t.finish()).lower()
+
+    assert "right back" in heard(raw)
+    assert heard(kept).strip() == ""
