@@ -26,8 +26,8 @@ played reply as its reference:
   slightly even with a silent reference (8 ms later, a little quieter), and captions
   of everything else must not pay for it.
 
-Plain code: no asyncio and no Qt; the only lock is :class:`PlayedAudio`'s queue,
-which the audio thread appends to.
+Plain code: no asyncio and no Qt, and no lock: the audio thread only appends to
+:class:`PlayedAudio`'s queue (an atomic deque append).
 """
 
 from __future__ import annotations
@@ -58,13 +58,14 @@ CancellerFactory = Callable[[], "MicFilter"]
 
 
 class PlayedAudio:
-    """What the reply player played, as 16 kHz mono int16 by ``time.monotonic`` time."""
+    """What the reply player played, as 16 kHz mono by ``time.monotonic`` time.
+
+    Kept in a ring of ``keep_seconds`` indexed by tick (1/16000 s of monotonic time)."""
 
     def __init__(self, keep_seconds: float = KEEP_SECONDS) -> None:
         self._pending: collections.deque[tuple[float, np.ndarray, int]] = collections.deque()
-        self._keep = round(keep_seconds * TARGET_RATE)
-        self._buf = np.zeros(0, dtype=np.float32)
-        self._base = 0  # tick (1/16000 s of monotonic time) of _buf[0]
+        self._ring = np.zeros(round(keep_seconds * TARGET_RATE), dtype=np.float32)
+        self._end: int | None = None  # tick after the newest sample written
         self._run_end: float | None = None  # time the current run's next block is due
         self._run_rate = 0
         self._run_tick = 0  # tick where the current run's next resampled sample goes
@@ -84,9 +85,16 @@ class PlayedAudio:
         """The played audio over ``size`` ticks from ``start_tick``; silence where none."""
         self._take_pending()
         out = np.zeros(size, dtype=np.float32)
-        lo, hi = max(start_tick, self._base), min(start_tick + size, self._base + self._buf.size)
+        if self._end is None:
+            return out
+        size_ring = self._ring.size
+        lo = max(start_tick, self._end - size_ring)
+        hi = min(start_tick + size, self._end)
         if hi > lo:
-            out[lo - start_tick: hi - start_tick] = self._buf[lo - self._base: hi - self._base]
+            at, n = lo % size_ring, hi - lo
+            first = min(n, size_ring - at)
+            out[lo - start_tick: lo - start_tick + first] = self._ring[at:at + first]
+            out[lo - start_tick + first: hi - start_tick] = self._ring[:n - first]
         return out
 
     def _take_pending(self) -> None:
@@ -108,21 +116,19 @@ class PlayedAudio:
     def _put(self, tick: int, samples: np.ndarray) -> None:
         if not samples.size:
             return
-        end = tick + samples.size
-        if not self._buf.size:
-            self._buf, self._base = samples.copy(), tick
-        else:
-            if tick < self._base:
-                self._buf = np.concatenate([np.zeros(self._base - tick, np.float32), self._buf])
-                self._base = tick
-            if end > self._base + self._buf.size:
-                grow = end - self._base - self._buf.size
-                self._buf = np.concatenate([self._buf, np.zeros(grow, np.float32)])
-            self._buf[tick - self._base: end - self._base] = samples
-        excess = self._buf.size - self._keep
-        if excess > 0:
-            self._buf = self._buf[excess:]
-            self._base += excess
+        if samples.size > self._ring.size:  # only the newest fit
+            tick, samples = tick + samples.size - self._ring.size, samples[-self._ring.size:]
+        if self._end is not None and tick > self._end:  # silence between runs
+            gap = min(tick - self._end, self._ring.size)
+            self._write(tick - gap, np.zeros(gap, dtype=np.float32))
+        self._write(tick, samples)
+        self._end = max(self._end or 0, tick + samples.size)
+
+    def _write(self, tick: int, samples: np.ndarray) -> None:
+        start = tick % self._ring.size
+        first = min(samples.size, self._ring.size - start)
+        self._ring[start:start + first] = samples[:first]
+        self._ring[:samples.size - first] = samples[first:]
 
 
 class ReplyCanceller:
@@ -141,9 +147,12 @@ class ReplyCanceller:
         self._canceller: MicFilter | None = None
         self._echo_until: int | None = None  # tick up to which a reply's echo may come
         self.replies_cancelled = 0  # stretches of capture that went through a canceller
+        self._failed = False
 
     def process(self, chunk: bytes, now: float) -> bytes:
         """``chunk``: the newest 16 kHz mono PCM16 captured, which arrived at ``now``."""
+        if self._failed:
+            return chunk
         size = len(chunk) // 2
         start = self._pos
         self._pos += size
@@ -170,7 +179,12 @@ class ReplyCanceller:
             self._latched = offset
             self.replies_cancelled += 1
         pcm16 = (np.clip(reference, -1.0, 1.0) * 32767).astype("<i2").tobytes()
-        return self._canceller.process(chunk, pcm16)
+        try:
+            return self._canceller.process(chunk, pcm16)
+        except Exception:  # captions go on uncancelled (the text filter still works)
+            log.exception("! cancelling a reply failed; this capture goes on without it")
+            self._failed = True
+            return chunk
 
 
 def reply_filter(played: PlayedAudio | None) -> Callable[[bytes, float], bytes] | None:

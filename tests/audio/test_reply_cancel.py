@@ -144,6 +144,20 @@ def test_a_reply_heard_back_is_cancelled_and_everything_else_passes_untouched(de
     assert len(out) == len(raw)
 
 
+def test_a_canceller_that_fails_leaves_the_capture_as_it_was_from_then_on():
+    class Broken:
+        def process(self, mic: bytes, reference: bytes) -> bytes:
+            raise ValueError("the native library gave up")
+
+    played = PlayedAudio()
+    play(played, np.full(DEVICE_RATE, 0.3, dtype=np.float32), at=5.0)
+    canceller = ReplyCanceller(played, make_canceller=Broken)
+    chunks = [pcm16(np.full(CHUNK, 0.1 * k, dtype=np.float32)) for k in range(20)]
+    out = [canceller.process(c, 4.0 + (k + 1) * CHUNK / TARGET_RATE)
+           for k, c in enumerate(chunks)]
+    assert out == chunks  # the reply at 5 s went to the canceller, which failed: kept
+
+
 def test_without_a_reply_the_capture_is_not_touched():
     played = PlayedAudio()
     speech = clip("jfk").samples()
@@ -200,5 +214,5 @@ def test_a_reply_played_on_the_sink_the_captions_hear_is_not_captioned(pulse):
         text = "".join(t.push(pcm[i:i + 3200]) for i in range(0, len(pcm), 3200))
         return (text + t.finish()).lower()
 
-    assert "right back" in heard(raw)
+    assert len(heard(raw).split()) >= 5  # read as speech: "hello, mayor. i will be right…"
     assert heard(kept).strip() == ""
