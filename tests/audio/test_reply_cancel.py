@@ -8,6 +8,7 @@ the on-device engine.
 from __future__ import annotations
 
 import asyncio
+import collections
 import io
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import soundfile as sf
 import soxr
 
 from captioner.audio.capture import AudioCapture
-from captioner.audio.playback import Player
+from captioner.audio.playback import Player, list_output_devices
 from captioner.audio.reply_cancel import TAIL_SECONDS, PlayedAudio, ReplyCanceller, reply_filter
 from captioner.audio.resample import TARGET_RATE
 from captioner.engine.whisper import WhisperEngine
@@ -216,3 +217,56 @@ def test_a_reply_played_on_the_sink_the_captions_hear_is_not_captioned(pulse):
 
     assert len(heard(raw).split()) >= 5  # read as speech: "hello, mayor. i will be right…"
     assert heard(kept).strip() == ""
+
+
+@needs_espeak
+def test_in_two_stream_mode_each_side_cancels_the_reply_it_hears(pulse):
+    """"You" and "Others": a reply on the default output reaches the system side; one
+    played where the microphone hears it (its sink standing in for the room) reaches the
+    mic side. Each side cancels what it hears, at the level of silence.
+
+    The mic here is PulseAudio's remapped source, whose clock ran 0.8 % slow against the
+    sink's in this VM: its echo drifts by 8 ms a second, faster than AEC3 follows, and
+    part of a reply can come through (docs/echo-cancellation.md). So the mic side is
+    judged by its median chunk; the system side by its loudest."""
+    from captioner.audio.dual import DualCapture
+    from captioner.settings import AudioSettings
+
+    microphone = pulse.microphone("captioner_room")
+    (room,) = [d for d in list_output_devices() if d.pulse_name == "captioner_room"]
+    audio = AudioSettings(source="both", speakers=True, mic_device=microphone,
+                          system_device=pulse.monitor, echo_cancel=False)
+
+    async def scenario() -> dict[tuple[str, str], list[float]]:
+        played = PlayedAudio()
+        capture = DualCapture.from_settings(audio, played=played)
+        levels: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
+        phase = "start"
+        await capture.start()
+
+        async def drain(side: str, chunks) -> None:
+            async for chunk in chunks:
+                levels[side, phase].append(rms(floats(chunk)))
+
+        readers = [asyncio.create_task(drain("mic", capture.mic_chunks())),
+                   asyncio.create_task(drain("system", capture.system_chunks()))]
+        try:
+            for phase, device in (("speakers", None), ("room", room.name)):  # noqa: B007
+                player = Player(device, tap=played)
+                await player.open()
+                try:
+                    await EspeakVoice(player, language="English").say(REPLY)
+                    await player.drained()
+                    await asyncio.sleep(0.3)  # its echo's tail
+                finally:
+                    await player.close()
+        finally:
+            await capture.stop()
+            await asyncio.gather(*readers)
+        return levels
+
+    levels = asyncio.run(asyncio.wait_for(scenario(), 60))
+    db = {key: 20 * np.log10(np.maximum(heard, 1e-6)) for key, heard in levels.items()}
+    assert len(db["system", "speakers"]) > 20 and len(db["mic", "room"]) > 20
+    assert max(db["system", "speakers"]) < -40  # uncancelled: about -20 dBFS
+    assert np.median(db["mic", "room"]) < -50
