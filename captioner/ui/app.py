@@ -126,7 +126,7 @@ class CaptionerApp(QObject):
         self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}
         self.endpoint_tray = self.endpoint_trays["stt"]
         self.replies = replies or ReplyController(
-            store, sink_factory=partial(Player, tap=self.played), parent=self)
+            store, sink_factory=self._reply_player, parent=self)
         self.reply_box = ReplyBox(self.replies, store)
         self.reply_box.addActions(self.actions.keyboard())  # Qt's keys work there too
         # the reply box opens from any app too (issue #8); started in start()
@@ -177,6 +177,14 @@ class CaptionerApp(QObject):
         self.store.changed.connect(self.apply_settings)
         self.store.changed.connect(self._cloud_settings_changed)
         self.store.save_failed.connect(self._on_notice)
+
+    def _reply_player(self, device: str | None) -> Player:
+        """The player for replies. On the default output, what it plays is kept for the
+        captures to cancel. A device picked instead (a call's virtual microphone, a
+        headset) is one the captures do not hear, and a canceller given a reference that
+        never comes back still changes the others' words it hears meanwhile ("And so my
+        fellow Americans" read as "And so much to America")."""
+        return Player(device, tap=None if device else self.played)
 
     def _endpoint_tray(self, kind: Kind) -> EndpointTray:
         """Start/Stop of one kind, above Quit; progress also on the overlay's strip."""

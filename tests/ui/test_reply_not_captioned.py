@@ -45,3 +45,18 @@ def test_a_spoken_reply_is_shown_as_typed_and_never_as_the_others_words(qapp, st
     assert max(during) < -40  # near silence: uncancelled, the reply reads about -20 dBFS
     assert [line.text for line in lines if line.kind is LineKind.TYPED] == [REPLY]
     assert [line.text for line in lines if line.kind is LineKind.SPEECH] == []
+
+
+def test_only_replies_on_the_default_output_are_cancelled_from_the_captures(qapp, store):
+    """A device picked for replies (a call's virtual microphone, a headset) is one the
+    captures do not hear; a canceller running on a reference that never comes back would
+    still change the others' words meanwhile."""
+    async def scenario() -> None:
+        app = CaptionerApp(store, tray_available=False, source_factory=lambda audio: None)
+        try:
+            assert app._reply_player(None).tap is app.played
+            assert app._reply_player("Null Output (mic)").tap is None
+        finally:
+            await app.shutdown()
+
+    run_async(qapp, scenario)
