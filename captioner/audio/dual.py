@@ -123,14 +123,18 @@ class DualCapture:
         """Raises :class:`DeviceNotFound` like :meth:`AudioCapture.from_settings`. The mic
         filter is WebRTC echo cancellation unless ``audio.echo_cancel`` is off. With
         ``played``, each side cancels the app's own spoken replies on its own (the system
-        side's are gone before the mic filter reads it as its reference)."""
+        side's are gone before the mic filter reads it as its reference); the mic only
+        with echo cancellation on."""
         if mic_filter is None and audio.echo_cancel:
             mic_filter = EchoCanceller()
         captures = []
         for role in ("mic", "system"):
             one = AudioSettings(**{**vars(audio), "source": role})
+            # With echo cancellation off (headphones) the mic does not hear the replies
+            # either, and a canceller whose echo never comes changes what it does hear.
+            heard = played if role == "system" or audio.echo_cancel else None
             captures.append(AudioCapture.from_settings(
-                one, devices, opener, chunk_filter=reply_filter(played)))
+                one, devices, opener, chunk_filter=reply_filter(heard)))
         return cls(*captures, mic_filter=mic_filter)
 
     @property
