@@ -234,10 +234,12 @@ def open_source(audio: AudioSettings, played: PlayedAudio | None = None
                 ) -> AudioSource | DualCapture:
     """The capture the settings ask for (one stream, or two). Raises AudioError.
 
-    ``played``: the app's spoken replies, cancelled from what is captured."""
+    ``played``: the app's spoken replies, cancelled from what is captured (by a
+    microphone alone only with echo cancellation on: see ``DualCapture.from_settings``)."""
     if audio.two_streams:
         return DualCapture.from_settings(audio, played=played)
-    return AudioCapture.from_settings(audio, chunk_filter=reply_filter(played))
+    heard = played if audio.source != "mic" or audio.echo_cancel else None
+    return AudioCapture.from_settings(audio, chunk_filter=reply_filter(heard))
 
 
 def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any

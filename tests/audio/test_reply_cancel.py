@@ -275,3 +275,46 @@ def test_in_two_stream_mode_each_side_cancels_the_reply_it_hears(pulse, echo_can
         assert np.median(db["mic", "room"]) < -50
     else:
         assert np.median(db["mic", "room"]) > -35  # the reply as the mic heard it
+
+
+@needs_espeak
+@pytest.mark.parametrize("echo_cancel", [True, False])
+def test_a_microphone_alone_cancels_replies_unless_echo_cancellation_is_off(pulse, echo_cancel):
+    """Captions of the microphone alone, replies on the speakers it hears (a sink standing
+    in for the room): cancelled; with echo cancellation off (headphones) left alone."""
+    from captioner.settings import AudioSettings
+    from captioner.two_streams import open_source
+
+    microphone = pulse.microphone("captioner_room")
+    (room,) = [d for d in list_output_devices() if d.pulse_name == "captioner_room"]
+    audio = AudioSettings(source="mic", mic_device=microphone, echo_cancel=echo_cancel)
+
+    async def scenario() -> list[float]:
+        played = PlayedAudio()
+        capture = open_source(audio, played)
+        levels: list[float] = []
+        await capture.start()
+
+        async def drain() -> None:
+            async for chunk in capture.chunks():
+                levels.append(rms(floats(chunk)))
+
+        reader = asyncio.create_task(drain())
+        player = Player(room.name, tap=played)
+        await player.open()
+        try:
+            start = len(levels)
+            await EspeakVoice(player, language="English").say(REPLY)
+            await player.drained()
+        finally:
+            await player.close()
+            await capture.stop()
+            await reader
+        return levels[start:]
+
+    db = 20 * np.log10(np.maximum(asyncio.run(asyncio.wait_for(scenario(), 60)), 1e-6))
+    assert db.size > 20
+    if echo_cancel:
+        assert np.median(db) < -50
+    else:
+        assert np.median(db) > -35

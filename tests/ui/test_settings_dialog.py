@@ -160,6 +160,9 @@ def test_two_speakers_are_chosen_and_renamed_on_the_audio_page(qtbot, store, con
     dialog = make(qtbot, store)
     page = dialog.audio
     assert not page.mic_label.isEnabled()  # names only matter for two speakers
+    assert not page.echo_cancel.isEnabled()  # system audio alone: no microphone echo
+    page.source.setCurrentIndex(page.source.findData("mic"))
+    assert page.echo_cancel.isEnabled()  # the mic hears spoken replies (off: headphones)
     page.source.setCurrentIndex(page.source.findData("speakers"))
     assert page.mic_label.isEnabled() and page.echo_cancel.isChecked()
     assert page.mic_label.text() == "You" and page.system_label.text() == "Others"

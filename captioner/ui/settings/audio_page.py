@@ -53,8 +53,10 @@ class AudioPage(Page):
         self.system_label.setMaxLength(MAX_LABEL_CHARS)
         self.add_row(form, "system_label", "&Others' name in captions:", self.system_label,
                      "Name for the system audio's captions")
-        self.echo_cancel = QCheckBox("Cancel the others' voices the microphone picks up "
-                                     "from the speakers (echo)")
+        self.echo_cancel = QCheckBox("Cancel what the microphone picks up from the speakers "
+                                     "(echo); off with headphones")
+        self.echo_cancel.setToolTip("The others' voices in two-speaker mode, and your own "
+                                    "spoken replies")
         self.echo_cancel.setAccessibleName("Echo cancellation")
         form.addRow("", self.echo_cancel)
         self.system_device = QComboBox()
@@ -112,8 +114,9 @@ class AudioPage(Page):
             w.setEnabled(source in ("mic", "both", SPEAKERS))
         for w in (self.system_device, self.system_gain):
             w.setEnabled(source in ("system", "both", SPEAKERS))
-        for w in (self.mic_label, self.system_label, self.echo_cancel):
+        for w in (self.mic_label, self.system_label):
             w.setEnabled(source == SPEAKERS)
+        self.echo_cancel.setEnabled(source in ("mic", SPEAKERS))
 
     def load(self, settings: Settings) -> None:
         a = settings.audio
