@@ -235,11 +235,11 @@ def open_source(audio: AudioSettings, played: PlayedAudio | None = None
     """The capture the settings ask for (one stream, or two). Raises AudioError.
 
     ``played``: the app's spoken replies, cancelled from what is captured (by a
-    microphone alone only with echo cancellation on: see ``DualCapture.from_settings``)."""
+    microphone only with echo cancellation on: see ``reply_filter``)."""
     if audio.two_streams:
         return DualCapture.from_settings(audio, played=played)
-    heard = played if audio.source != "mic" or audio.echo_cancel else None
-    return AudioCapture.from_settings(audio, chunk_filter=reply_filter(heard))
+    return AudioCapture.from_settings(
+        audio, chunk_filter=reply_filter(played, audio.source, audio.echo_cancel))
 
 
 def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any

@@ -130,11 +130,9 @@ class DualCapture:
         captures = []
         for role in ("mic", "system"):
             one = AudioSettings(**{**vars(audio), "source": role})
-            # With echo cancellation off (headphones) the mic does not hear the replies
-            # either, and a canceller whose echo never comes changes what it does hear.
-            heard = played if role == "system" or audio.echo_cancel else None
             captures.append(AudioCapture.from_settings(
-                one, devices, opener, chunk_filter=reply_filter(heard)))
+                one, devices, opener,
+                chunk_filter=reply_filter(played, role, audio.echo_cancel)))
         return cls(*captures, mic_filter=mic_filter)
 
     @property

@@ -187,9 +187,16 @@ class ReplyCanceller:
             return chunk
 
 
-def reply_filter(played: PlayedAudio | None) -> Callable[[bytes, float], bytes] | None:
-    """A capture's ``chunk_filter`` that cancels the replies in ``played`` (None: none)."""
-    return None if played is None else ReplyCanceller(played).process
+def reply_filter(played: PlayedAudio | None, source: str = "system",
+                 echo_cancel: bool = True) -> Callable[[bytes, float], bytes] | None:
+    """A capture's ``chunk_filter`` cancelling the replies in ``played`` (None: none).
+
+    A microphone (``source`` "mic") cancels them only with echo cancellation on: with it
+    off (headphones) the mic does not hear the replies, and a canceller whose echo never
+    comes still changes what it does hear."""
+    if played is None or (source == "mic" and not echo_cancel):
+        return None
+    return ReplyCanceller(played).process
 
 
 __all__ = ["PlayedAudio", "ReplyCanceller", "reply_filter"]
