@@ -18,7 +18,8 @@ played reply as its reference:
   says it plays; the rest happens on the reading side.
 - :class:`ReplyCanceller` sits on a capture's chunks. It maps capture positions to
   the same timeline (the lower envelope of arrival time minus audio captured, which
-  follows the slowest-drifting clock without the jitter of any one arrival), reads
+  follows a slowly drifting clock without the jitter of any one arrival; held still
+  while a canceller runs, since AEC3 loses an echo whose alignment steps), reads
   the reference for each chunk's span and, while a reply plays or its echo may still
   arrive, runs the chunk through a canceller. The echo comes a little after its
   reference (the output's and the capture's buffering); the canceller measures that
