@@ -3,7 +3,7 @@ endpoint, a typed reply spoken by this computer's voice on the default output.
 
 The app as it is built (its own capture, player and engine) on the PulseAudio null
 sink: the reply is shown once, as the typed line, and the captions never hear it
-(what they read stays at the level of silence while it plays).
+(what they read stays at the level of silence while it plays, a chunk or two aside).
 """
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ def test_a_spoken_reply_is_shown_as_typed_and_never_as_the_others_words(qapp, st
         return levels[quiet:], list(app.controller.lines)
 
     during, lines = run_async(qapp, scenario, timeout=180)
-    assert max(during) < -40  # near silence: uncancelled, the reply reads about -20 dBFS
+    # Near silence: uncancelled, the reply reads about -20 dBFS in every chunk. A chunk
+    # may leak while AEC3 finds the echo (-34 dBFS once in nine runs).
+    assert sum(level > -40 for level in during) <= 2, during
+    assert sorted(during)[len(during) // 2] < -55
     assert [line.text for line in lines if line.kind is LineKind.TYPED] == [REPLY]
     assert [line.text for line in lines if line.kind is LineKind.SPEECH] == []
 
