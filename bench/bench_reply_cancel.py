@@ -21,17 +21,15 @@ Figures:
 
 from __future__ import annotations
 
-import io
-import subprocess
 import time
 
 import numpy as np
-import soundfile as sf
 import soxr
 
 from captioner.audio.reply_cancel import PlayedAudio, ReplyCanceller
 from captioner.audio.resample import TARGET_RATE
 from captioner.engine.whisper import WhisperEngine
+from tests.support.speech import load_wav, make_speech
 from tests.support.speech_set import WordErrors, clip, word_errors
 
 DEVICE_RATE = 44_100
@@ -47,9 +45,8 @@ T0 = 1000.0
 
 
 def espeak(text: str) -> np.ndarray:
-    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True,
-                         check=True).stdout
-    audio, rate = sf.read(io.BytesIO(wav), dtype="float32")
+    """espeak-ng's default voice and pace (175 words a minute) at the device's rate."""
+    audio, rate = load_wav(make_speech(text, speed=175))
     return soxr.resample(audio, rate, DEVICE_RATE).astype(np.float32)
 
 

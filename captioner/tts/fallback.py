@@ -1,16 +1,17 @@
 """The computer's own voice, for when no TTS endpoint is configured or it fails.
 
 :class:`LocalVoice` is all the speaker needs. The GUI passes a QTextToSpeech
-adapter (``captioner.ui.tts_fallback``), which plays on the system's default
-output; headless code uses espeak-ng, which renders to WAV on stdout so the audio
-goes through the same player and output device as endpoint replies, or
-speech-dispatcher's ``spd-say`` as a last resort.
+adapter (``captioner.ui.tts_fallback``) where nothing else can speak, which plays on
+the system's default output; headless code uses espeak-ng, which renders to WAV on
+stdout so the audio goes through the same player and output device as endpoint
+replies, or speech-dispatcher's ``spd-say`` as a last resort.
 
-When the user picked an output device (a call's virtual microphone, a headset),
-the computer's voice must play there too, and QTextToSpeech cannot be told where
-(PySide6 does not bind its ``synthesize``). :func:`rendering_voice` finds a voice
-that renders to a WAV played through our player instead: macOS's ``say``, Windows'
-own voices through PowerShell's System.Speech, else espeak-ng.
+The GUI prefers :func:`rendering_voice`: a voice that renders to a WAV played
+through our player, macOS's ``say``, Windows' own voices through PowerShell's
+System.Speech, else espeak-ng. That plays on the output the user picked (a call's
+virtual microphone, a headset), which QTextToSpeech cannot be told (PySide6 does not
+bind its ``synthesize``), and gives the captures the samples to cancel
+(``captioner.audio.reply_cancel``). QTextToSpeech is left for where nothing renders.
 """
 
 from __future__ import annotations

@@ -67,6 +67,14 @@ def _qt_local_voice(language: str) -> LocalVoice:
     return QtLocalVoice(language)
 
 
+def _speaking(voice: LocalVoice | None, language: str) -> LocalVoice | None:
+    """``voice`` set to the reply's language, where it can be."""
+    set_language = getattr(voice, "set_language", None)
+    if callable(set_language):
+        set_language(language)
+    return voice
+
+
 @dataclass(frozen=True, slots=True)
 class ReplyStatus:
     """What the reply box's status line shows."""
@@ -299,10 +307,7 @@ class ReplyController(QObject):
             self._rendered, self._rendered_sink = self._rendering_factory(sink, language), sink
             log.info("= this computer's voice on the reply output: %s",
                      self._rendered.name if self._rendered else "none can render it")
-        set_language = getattr(self._rendered, "set_language", None)
-        if callable(set_language):
-            set_language(language)
-        return self._rendered
+        return _speaking(self._rendered, language)
 
     def _local_voice(self, language: str) -> LocalVoice | None:
         if self._voice is None and self._voice_factory is not None:
@@ -312,10 +317,7 @@ class ReplyController(QObject):
                 log.exception("! this computer's voice is unavailable")
                 self._voice_factory = None
                 return None
-        set_language = getattr(self._voice, "set_language", None)
-        if callable(set_language):
-            set_language(language)
-        return self._voice
+        return _speaking(self._voice, language)
 
     # --- speaker callbacks --------------------------------------------------------
 

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import io
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
-import soundfile as sf
 import soxr
 
 from captioner.audio.capture import AudioCapture
@@ -24,6 +21,7 @@ from captioner.audio.reply_cancel import TAIL_SECONDS, PlayedAudio, ReplyCancell
 from captioner.audio.resample import TARGET_RATE
 from captioner.engine.whisper import WhisperEngine
 from captioner.tts.fallback import EspeakVoice
+from tests.support.speech import load_wav, make_speech, pcm16_to_float
 from tests.support.speech_set import clip
 
 DEVICE_RATE = 44_100
@@ -36,18 +34,13 @@ needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
 
 
 def espeak(text: str, rate: int) -> np.ndarray:
-    wav = subprocess.run(["espeak-ng", "--stdout", text], capture_output=True,
-                         check=True, timeout=30).stdout
-    audio, sr = sf.read(io.BytesIO(wav), dtype="float32")
+    """espeak-ng's default voice and pace (175 words a minute) at ``rate``."""
+    audio, sr = load_wav(make_speech(text, speed=175))
     return soxr.resample(audio, sr, rate).astype(np.float32)
 
 
 def pcm16(x: np.ndarray) -> bytes:
     return (np.clip(x, -1, 1) * 32767).astype("<i2").tobytes()
-
-
-def floats(pcm: bytes) -> np.ndarray:
-    return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768
 
 
 def rms(x: np.ndarray) -> float:
@@ -135,8 +128,8 @@ def test_a_reply_heard_back_is_cancelled_and_everything_else_passes_untouched(de
     raw, out, canceller = run_capture(played, captured, t0, early_at=early_at)
 
     echo = slice((2 * TARGET_RATE + round(delay * TARGET_RATE)) * 2, after * 2 - 2 * TARGET_RATE)
-    before = rms(floats(raw[echo]))
-    left = rms(floats(out[echo]))
+    before = rms(pcm16_to_float(raw[echo]))
+    left = rms(pcm16_to_float(out[echo]))
     assert 20 * np.log10(left / before) < -25  # the reply is gone from the captured audio
     untouched = (2 * TARGET_RATE - CHUNK) * 2  # up to the chunk the reply starts in
     assert out[:untouched] == raw[:untouched]  # untouched before it
@@ -206,8 +199,8 @@ def test_a_reply_played_on_the_sink_the_captions_hear_is_not_captioned(pulse):
         return bytes(raw), bytes(kept)
 
     raw, kept = asyncio.run(scenario())
-    assert rms(floats(raw)) > 0.01  # the reply did reach the captured output
-    assert 20 * np.log10(rms(floats(kept)) / rms(floats(raw))) < -20
+    assert rms(pcm16_to_float(raw)) > 0.01  # the reply did reach the captured output
+    assert 20 * np.log10(rms(pcm16_to_float(kept)) / rms(pcm16_to_float(raw))) < -20
     engine = WhisperEngine()
 
     def heard(pcm: bytes) -> str:
@@ -248,7 +241,7 @@ def test_in_two_stream_mode_each_side_cancels_the_reply_it_hears(pulse, echo_can
 
         async def drain(side: str, chunks) -> None:
             async for chunk in chunks:
-                levels[side, phase].append(rms(floats(chunk)))
+                levels[side, phase].append(rms(pcm16_to_float(chunk)))
 
         readers = [asyncio.create_task(drain("mic", capture.mic_chunks())),
                    asyncio.create_task(drain("system", capture.system_chunks()))]
@@ -297,7 +290,7 @@ def test_a_microphone_alone_cancels_replies_unless_echo_cancellation_is_off(puls
 
         async def drain() -> None:
             async for chunk in capture.chunks():
-                levels.append(rms(floats(chunk)))
+                levels.append(rms(pcm16_to_float(chunk)))
 
         reader = asyncio.create_task(drain())
         player = Player(room.name, tap=played)
