@@ -188,10 +188,12 @@ class CaptionSession:
             await self._connection_loop()
         finally:
             pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await pump
-            self._emit(self.captions.flush())
-            log.info("= session ended: %s", self.stats.summary())
+            try:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pump  # raises the audio's own error (a device gone) …
+            finally:  # … after the words heard before it are shown
+                self._emit(self.captions.flush())
+                log.info("= session ended: %s", self.stats.summary())
         return self.captions
 
     def switch(self, connector: Connector, options: SessionOptions) -> None:

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from captioner.audio.errors import CaptureError
 from captioner.realtime.captions import LineKind
 from captioner.session import CaptionSession, SessionFailed, SessionOptions, SessionState
 from captioner.transport.base import AuthError, ConnectError, Transport
@@ -74,6 +75,27 @@ def test_drop_mid_sentence_loses_no_words(realtime_server, tone_factory):
     assert session.stats.reconnects == 2
     assert words_of(session) == WORDS  # same transcript as without the fault
     assert len(tone_factory.made) == 3
+
+
+def test_audio_that_ends_in_an_error_still_shows_every_word_before_it(realtime_server,
+                                                                     tone_factory):
+    """A device unplugged mid-sentence: what it heard before is captioned and shown, and
+    the capture's error still reaches the caller (who waits for the device)."""
+    pcm = tone_words_pcm(WORDS)
+    shown: list[str] = []
+
+    async def unplugged():
+        async for chunk in paced(pcm):
+            yield chunk
+        raise CaptureError("system capture: the device went away")
+
+    session = CaptionSession(websocket_connector(realtime_server.url), options(),
+                             on_update=lambda u: shown.extend(
+                                 w for line in u.finalized for w in line.text.split()))
+    with pytest.raises(CaptureError):
+        run(session.run(unplugged()))
+    assert words_of(session) == WORDS
+    assert shown == WORDS
 
 
 @pytest.mark.parametrize("grace", [0.0, 30.0], ids=["forced-mid-word", "at-pause"])
