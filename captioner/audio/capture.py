@@ -37,18 +37,20 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import enum
+import itertools
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Literal
 
 import numpy as np
 
 from captioner.audio.chunker import DEFAULT_CHUNK_BYTES, Chunker
 from captioner.audio.devices import AudioDevice, DeviceKind, find_device, list_devices
-from captioner.audio.errors import CaptureError
+from captioner.audio.errors import CaptureError, DeviceNotFound
 from captioner.audio.resample import TARGET_RATE, Resampler, rms_dbfs, to_pcm16
 from captioner.audio.streams import InputStream, StreamOpener, open_input
 from captioner.settings import AudioSettings
@@ -60,6 +62,45 @@ ChunkFilter = Callable[[bytes, float], bytes]  # (chunk, time.monotonic()) → c
 LEVEL_FLOOR_DBFS = -100.0
 _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one source
 
+
+REOPEN_DELAYS = (0.5, 1.0, 2.0, 3.0)  # s between tries to open a device that went away
+
+
+def reopen_delays() -> Iterator[float]:
+    """How long to wait before each next try: soon at first (a sound server restarting,
+    a headset reconnecting), then every few seconds for as long as it takes."""
+    yield from REOPEN_DELAYS
+    yield from itertools.repeat(REOPEN_DELAYS[-1])
+
+
+def _picked(audio: AudioSettings) -> list[tuple[DeviceKind, str]]:
+    """The devices picked in Settings that ``audio`` captures (not the defaults)."""
+    picked: list[tuple[DeviceKind, str]] = []
+    if audio.source in ("mic", "both") and audio.mic_device:
+        picked.append(("mic", audio.mic_device))
+    if audio.source in ("system", "both") and audio.system_device:
+        picked.append(("system", audio.system_device))
+    return picked
+
+
+def stand_in(audio: AudioSettings) -> AudioSettings | None:
+    """``audio`` on the default devices, to stand in for picked ones that went away;
+    None when nothing was picked (the default is what failed)."""
+    if not _picked(audio):
+        return None
+    return dataclasses.replace(audio, mic_device=None, system_device=None)
+
+
+def missing_devices(audio: AudioSettings) -> list[str]:
+    """The picked devices of ``audio`` that this computer does not list now."""
+    devices = list_devices()
+    missing = []
+    for kind, spec in _picked(audio):
+        try:
+            find_device(devices, kind, spec)
+        except DeviceNotFound:
+            missing.append(spec)
+    return missing
 
 class State(enum.Enum):
     IDLE = "idle"

@@ -169,6 +169,7 @@ class CaptionerApp(QObject):
         c.status.connect(self._on_status)
         c.level.connect(o.set_level)
         c.notice.connect(self._on_notice)
+        c.device_lost.connect(self._on_device_lost)
         c.running_changed.connect(self._on_running)
         c.journal_opened.connect(self.history.set_current_journal)
         o.alert.connect(self._on_alert)
@@ -360,7 +361,13 @@ class CaptionerApp(QObject):
         self.actions.retry.setEnabled(status.failed or status.state == "reconnecting")
         if status.failed:
             self.tray.notify("Captions stopped", status.text, critical=True)
+            self.overlay.announce(f"Captions stopped. {status.text}")
         self.write_debug_state()
+
+    def _on_device_lost(self, reason: str) -> None:
+        text = f"Captions go on when it is back. Why: {reason}"
+        self.tray.notify("Audio device lost", text)
+        self.overlay.announce(f"Audio device lost. {text}")
 
     def _on_notice(self, text: str) -> None:
         self.overlay.set_notice(text)

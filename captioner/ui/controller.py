@@ -6,6 +6,12 @@ turns its callbacks into Qt signals. Every failure ends in a readable, persisten
 ``error`` state with the reason (and Retry), never in silence. Finalized lines go
 to the crash-safe journal; a journal that cannot be written (full disk) becomes a
 notice while the captions keep going.
+
+An audio device that goes away (unplugged, a sound server restarted) is not a
+failure: the words heard before it are shown, the default device stands in for a
+device picked in Settings until that one is back, and with nothing to stand in the
+captions wait and go on by themselves when a device opens, in the same transcript,
+with a line saying how long there was no audio.
 """
 
 from __future__ import annotations
@@ -21,9 +27,10 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from captioner.audio.capture import missing_devices, reopen_delays, stand_in
 from captioner.audio.dual import DualCapture
 from captioner.audio.echo import EchoCanceller
-from captioner.audio.errors import AudioError
+from captioner.audio.errors import AudioError, DeviceNotFound
 from captioner.audio.handover import KeptSource
 from captioner.captioning import AudioSource, Captioner, EmbeddedEngine
 from captioner.realtime.captions import (
@@ -46,6 +53,7 @@ log = logging.getLogger(__name__)
 SourceFactory = Callable[[AudioSettings], AudioSource | DualCapture]
 JournalFactory = Callable[[Path, dict[str, Any]], Journal]
 LEVEL_INTERVAL_MS = 100
+RETURN_CHECK_SECONDS = 3.0  # how often a stood-in-for device is looked for
 STOP_GRACE_SECONDS = 12.0
 HANDOVER_PAUSE_WAIT = 3.0  # s a restart waits for a pause in speech before it switches
 
@@ -129,6 +137,7 @@ class CaptionController(QObject):
     notice = Signal(str)  # non-fatal problems (journal, echo canceller), "" clears
     running_changed = Signal(bool)
     journal_opened = Signal(object)  # Path of this run's journal
+    device_lost = Signal(str)  # captions wait for an audio device; the text says why
 
     def __init__(self, store: SettingsStore, *, embedded: EmbeddedEngine | None = None,
                  source_factory: SourceFactory = _default_source,
@@ -159,6 +168,8 @@ class CaptionController(QObject):
         self.lines: list[CaptionLine] = []  # finalized lines of this app run
         self._reply_echo = ReplyEcho()  # replies spoken in this run, on its audio clock
         self.endpoint_override: str | None = None  # an endpoint the app started and serves
+        self._stop_asked = False  # stop() was called in this run
+        self._returning: asyncio.Task[None] | None = None  # a picked device is looked for
         self._level_timer = QTimer(self)
         self._level_timer.setInterval(LEVEL_INTERVAL_MS)
         self._level_timer.timeout.connect(self._poll_level)
@@ -182,6 +193,7 @@ class CaptionController(QObject):
 
     def stop(self) -> None:
         """Graceful stop: the last words are still transcribed and journaled."""
+        self._stop_asked = True
         if self._captioner is not None:
             self._captioner.stop()
         elif self._task is not None and not self._task.done():
@@ -367,17 +379,15 @@ class CaptionController(QObject):
     async def _run(self) -> None:
         settings = self.store.settings
         self._run_settings = copy.deepcopy(settings)  # the store updates its objects in place
+        self._stop_asked = False
         try:
             await self._run_once(settings)
         except asyncio.CancelledError:
             self._set(CaptionStatus("idle", "stopped"))
             raise
         finally:
+            self._stop_returning()
             self._level_timer.stop()
-            if self._captioner is not None:
-                self._clock_end = self._clock_offset + _audio_seconds(self._captioner)
-            self._captioner = None
-            self._source = None
             await self._close_kept()  # a handed-over capture this run never took
             if not self._go_on:
                 self._close_journal()
@@ -392,42 +402,148 @@ class CaptionController(QObject):
         except ValueError as exc:
             return self._fail(f"Endpoint setting is wrong: {exc}")
         source, self._kept = self._kept, None
-        if source is None:
-            try:
-                source = KeptSource(self._source_factory(settings.audio))
-            except AudioError as exc:
-                return self._fail(f"Audio source unavailable: {exc}")
-            except Exception as exc:  # PortAudio reports many things as plain errors
-                log.exception("! opening the audio source")
-                return self._fail(f"Audio source unavailable: {exc}")
-        else:
-            log.info("= the capture goes on into the new session")
-            source.set_gains(settings.audio.mic_gain, settings.audio.system_gain)
-        self._source = source
-        if isinstance(source.inner, DualCapture):
-            self._watch_echo(source.inner, settings.audio)
-        # Capture starts now, even while the model loads (seconds on a cold start): the
-        # session keeps what is heard meanwhile (bounded, like an outage) and sends it
-        # as soon as the engine is ready, so no word said after the user asked is lost.
         self._loading = spec.kind == "embedded" and not self.embedded.ready
         self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
         self._open_journal(settings, going_on)
+        gone_since: float | None = None  # when the audio device went away
+        lost = ""  # why
+        while True:
+            if source is None:
+                source = await self._open_capture(settings.audio, lost)
+                if source is None:
+                    return  # failed for good; the reason is shown
+            else:
+                log.info("= the capture goes on into the new session")
+                source.set_gains(settings.audio.mic_gain, settings.audio.system_gain)
+            if gone_since is not None:
+                self._no_audio_gap(asyncio.get_running_loop().time() - gone_since)
+                gone_since = None
+            try:
+                await self._caption(settings, source, endpoint)
+            except AudioError as exc:
+                if self._stop_asked:
+                    break
+                log.warning("! the audio device went away: %s", exc)
+                gone_since, lost, source = asyncio.get_running_loop().time(), str(exc), None
+                self._clock_offset = self._clock_end
+                self.level.emit(-100.0)
+                continue
+            except SessionFailed as exc:
+                return self._fail(str(exc))
+            except Exception as exc:
+                log.exception("! captioning failed")
+                return self._fail(f"Captioning stopped unexpectedly: {exc}")
+            break
+        if not self._go_on:  # a restart goes on at once
+            self._set(CaptionStatus("idle", "stopped"))
+
+    async def _caption(self, settings: Settings, source: KeptSource, endpoint: str) -> None:
+        """One session on ``source`` until it stops or its audio fails (AudioError)."""
+        self._source = source
+        if isinstance(source.inner, DualCapture):
+            self._watch_echo(source.inner, settings.audio)
         self._reply_echo = ReplyEcho()  # a new session counts audio time from 0
-        captioner = captioner_for(settings, self._source, embedded=self.embedded,
+        captioner = captioner_for(settings, source, embedded=self.embedded,
                                   endpoint=endpoint, on_update=self._on_update,
                                   on_status=self._on_status)
         self._captioner = captioner
         self._level_timer.start()
         try:
             await captioner.run()
-        except SessionFailed as exc:
-            return self._fail(str(exc))
-        except AudioError as exc:
-            return self._fail(f"Audio capture failed: {exc}")
+        finally:
+            self._level_timer.stop()
+            self._clock_end = self._clock_offset + _audio_seconds(captioner)
+            self._captioner = None
+            self._source = None
+
+    # --- a device that goes away ----------------------------------------------
+
+    async def _open_capture(self, audio: AudioSettings, lost: str) -> KeptSource | None:
+        """The capture ``audio`` asks for, open and started. A device picked in Settings
+        that is not there has the default stand in (and is looked for); with no device
+        to open, this waits and tries again until one opens or the user stops. ``lost``:
+        why the device before went away. None: a failure that waiting will not mend
+        (shown)."""
+        delays = reopen_delays()
+        waiting = False
+        while True:
+            try:
+                return await self._start_capture(audio)
+            except DeviceNotFound as exc:
+                reason = str(exc)
+                standing_in = await self._stand_in(audio)
+                if standing_in is not None:
+                    return standing_in
+            except AudioError as exc:
+                reason = str(exc)
+            except Exception as exc:  # PortAudio reports many things as plain errors
+                log.exception("! opening the audio source")
+                self._fail(f"Audio source unavailable: {exc}")
+                return None
+            if not waiting:  # said once, when the first try finds nothing to open
+                waiting = True
+                self.device_lost.emit(lost or reason)
+            self._set(CaptionStatus("reconnecting", "Waiting for the audio device; captions "
+                                                    f"go on when it is back. Why: {reason}"))
+            await asyncio.sleep(next(delays))
+
+    async def _start_capture(self, audio: AudioSettings) -> KeptSource:
+        source = KeptSource(self._source_factory(audio))
+        try:
+            await source.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await source.close()
+            raise
+        return source
+
+    async def _stand_in(self, audio: AudioSettings) -> KeptSource | None:
+        """The default device(s) for picked ones that are not there, or None."""
+        default = stand_in(audio)
+        if default is None:
+            return None
+        try:
+            source = await self._start_capture(default)
         except Exception as exc:
-            log.exception("! captioning failed")
-            return self._fail(f"Captioning stopped unexpectedly: {exc}")
-        self._set(CaptionStatus("idle", "stopped"))
+            log.info("= no default device stands in either: %s", exc)
+            return None
+        missing = await asyncio.to_thread(missing_devices, audio)
+        names = " and ".join(f"“{name}”" for name in missing) or "The device picked"
+        log.warning("! %s not there: the default device stands in", names)
+        self.notice.emit(f"{names} {'are' if len(missing) > 1 else 'is'} not there: "
+                         "captioning the default device until it is back.")
+        if self._run_settings is not None:  # what runs now, so a restart hands over
+            self._run_settings = replace(self._run_settings, audio=default)
+        self._stop_returning()
+        self._returning = asyncio.get_running_loop().create_task(
+            self._watch_for_return(audio), name="picked device watch")
+        return source
+
+    async def _watch_for_return(self, audio: AudioSettings) -> None:
+        """Go back to the picked device once it is there again (at a pause in speech)."""
+        while await asyncio.to_thread(missing_devices, audio):
+            await asyncio.sleep(RETURN_CHECK_SECONDS)
+        log.info("= the picked audio device is back")
+        self.notice.emit("")
+        self._returning = None
+        asyncio.get_running_loop().create_task(self.restart(), name="device returned")
+
+    def _stop_returning(self) -> None:
+        watch, self._returning = self._returning, None
+        if watch is not None:
+            watch.cancel()
+
+    def _no_audio_gap(self, seconds: float) -> None:
+        """A line where the device was gone, and the clock moved on by as much."""
+        at = self._clock_end
+        text = (f"[no audio for {seconds:.0f} s: the audio device was gone]"
+                if seconds >= 1.0 or self._returning is None
+                else "[the audio device went away: the default device stands in]")
+        line = CaptionLine(text, at, at + seconds, kind=LineKind.GAP)
+        self._clock_end = self._clock_offset = at + seconds
+        self.lines.append(line)
+        self._journal_line(line)
+        self.update.emit(CaptionUpdate((line,), None))
 
     # --- callbacks ----------------------------------------------------------
 
@@ -455,6 +571,10 @@ class CaptionController(QObject):
     def _on_status(self, status: SessionStatus) -> None:
         if status.state is SessionState.FAILED:
             return  # _run reports it with the reason, once
+        if status.state in (SessionState.STOPPING, SessionState.STOPPED) and (
+                self._go_on or (not self._stop_asked
+                                and getattr(self._source, "error", None) is not None)):
+            return  # a restart, or the device went away: captions go on, not "stopped"
         if self._loading and status.state is SessionState.CONNECTING:
             return  # still loading the model; "loading" says more than "connecting"
         self._loading = False

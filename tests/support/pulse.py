@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
@@ -88,6 +89,22 @@ class PulseDaemon:
             raise RuntimeError(f"pactl {' '.join(args)}: {done.stderr.strip()}")
         return done.stdout.strip()
 
+    def command(self, line: str) -> str:
+        """One command of Pulse's own command language (which pactl lacks some of, such
+        as ending a stream), through its CLI socket, loaded on first use."""
+        cli = self.folder / "cli"
+        if not cli.exists():
+            self.pactl("load-module", "module-cli-protocol-unix", f"socket={cli}")
+        with socket.socket(socket.AF_UNIX) as conn:
+            conn.settimeout(10)
+            conn.connect(str(cli))
+            conn.sendall(line.encode() + b"\n")
+            conn.shutdown(socket.SHUT_WR)  # Pulse answers, then closes at the end of input
+            reply = b""
+            while data := conn.recv(4096):
+                reply += data
+        return reply.decode(errors="replace")
+
     def add_null_sink(self, name: str, description: str | None = None) -> str:
         """Load a null sink; returns its monitor source's name."""
         desc = (description or name).replace(" ", "_")
@@ -156,10 +173,56 @@ class PulseSetup:
     def pactl(self, *args: str) -> str:
         return self.daemon.pactl(*args)
 
+    def end_streams(self, pid: int) -> int:
+        """End process ``pid``'s capture streams as a vanishing device ends them (Pulse
+        would otherwise move them to another device); how many it ended."""
+        ended = 0
+        for block in self.pactl("list", "source-outputs").split("Source Output #")[1:]:
+            if f'application.process.id = "{pid}"' in block:
+                self.daemon.command(f"kill-source-output {block.split(maxsplit=1)[0]}")
+                ended += 1
+        return ended
+
     def recordings_of(self, pid: int) -> int:
         """How many capture streams process ``pid`` has open. (Counting all source outputs
         would also count the remapped microphones' own streams from their masters.)"""
         return self.pactl("list", "source-outputs").count(f'application.process.id = "{pid}"')
+
+
+class Headset:
+    """A device that can be unplugged and plugged in again: a null sink (its monitor is
+    what the captions hear), always removed at the end."""
+
+    def __init__(self, pulse: PulseSetup, name: str, description: str):
+        self.pulse, self.name, self.description = pulse, name, description
+        self.monitor = f"{name}.monitor"
+        self._module: str | None = None
+
+    @property
+    def plugged(self) -> bool:
+        return self._module is not None
+
+    def plug_in(self) -> None:
+        self._module = self.pulse.pactl(
+            "load-module", "module-null-sink", f"sink_name={self.name}",
+            f"sink_properties=device.description={self.description}")
+
+    def unplug(self, pid: int) -> None:
+        """Gone as on a desktop without Pulse's rescue: ``pid``'s streams end with it."""
+        self.pulse.end_streams(pid)
+        self.remove()
+
+    def remove(self) -> None:
+        module, self._module = self._module, None
+        if module is not None:
+            self.pulse.pactl("unload-module", module)
+
+    def __enter__(self) -> Headset:
+        self.plug_in()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """Each QAction of the tray menu, triggered, with its effect on a real app instance
 (real overlay, real caption session against the local Realtime server)."""
 
+import asyncio
 from itertools import pairwise
 from pathlib import Path
 
@@ -124,8 +125,8 @@ def test_failure_is_persistent_with_reason_and_retry_restarts(qapp, store, realt
 
     def flaky_source(audio):
         attempts.append(1)
-        if len(attempts) == 1:
-            raise DeviceNotFound("no system-audio device matches 'Speakers'")
+        if len(attempts) == 1:  # not a device gone (that is waited for): a broken driver
+            raise RuntimeError("Speakers: the sound driver does not answer")
         return FileSource(tone_wav, chunk_bytes=2048, realtime=True)
 
     async def scenario():
@@ -136,10 +137,68 @@ def test_failure_is_persistent_with_reason_and_retry_restarts(qapp, store, realt
         assert "Speakers" in app.overlay.strip.state_label.text()
         assert app.tray.state == "error" and "Speakers" in app.tray.tooltip()
         assert app.tray.messages and app.tray.messages[-1][0] == "Captions stopped"
+        assert "Speakers" in app.overlay.live_region.text()  # screen readers are told
+        await asyncio.sleep(1.0)
+        assert len(attempts) == 1  # a failure stays, until the user retries
         assert app.actions.retry.isEnabled()
         app.actions.retry.trigger()
         await wait_until(lambda: app.controller.current.state == "listening", 10, "retry")
         assert not app.actions.retry.isEnabled()
+        await app.shutdown()
+
+    run_async(qapp, scenario)
+
+
+def test_a_missing_device_is_waited_for_and_captions_start_when_it_appears(
+        qapp, store, realtime_server, tone_wav):
+    attempts = []
+
+    def plugged_in_later(audio):
+        attempts.append(1)
+        if len(attempts) <= 3:
+            raise DeviceNotFound("System audio: no device of this kind.")
+        return FileSource(tone_wav, chunk_bytes=2048, realtime=True)
+
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        app = CaptionerApp(store, source_factory=plugged_in_later, tray_available=True)
+        levels: list[float] = []
+        app.controller.level.connect(levels.append)
+        app.start()
+        await wait_until(lambda: len(attempts) >= 2, 5, "a second try")
+        status = app.controller.current
+        assert status.state == "reconnecting" and not status.failed, status
+        assert "Waiting for the audio device" in app.overlay.strip.state_label.text()
+        assert "no device of this kind" in app.tray.tooltip()
+        assert [m for m in app.tray.messages if m[0] == "Audio device lost"] == [
+            ("Audio device lost", "Captions go on when it is back. Why: System audio: "
+                                  "no device of this kind.")]  # once, not at every try
+        assert "Audio device lost" in app.overlay.live_region.text()
+        assert app.actions.retry.isEnabled()
+        await wait_until(lambda: app.controller.current.state == "listening", 15,
+                         "captions to start by themselves")
+        assert len(attempts) == 4
+        await wait_until(lambda: not app.controller.running, 30, "the file's end")
+        await app.shutdown()
+        return list(app.controller.lines)
+
+    lines = run_async(qapp, scenario)
+    assert " ".join(line.text for line in lines).split() == WORDS
+    assert all(line.kind is LineKind.SPEECH for line in lines)  # nothing was lost before
+
+
+def test_stop_while_waiting_for_a_device_stops(qapp, store, realtime_server):
+    def never(audio):
+        raise DeviceNotFound("Microphone: no device of this kind.")
+
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        app = CaptionerApp(store, source_factory=never, tray_available=False)
+        app.start()
+        await wait_until(lambda: app.controller.current.state == "reconnecting", 5, "waiting")
+        app.actions.start_stop.trigger()
+        await wait_until(lambda: not app.controller.running, 5, "the stop")
+        assert app.controller.current.state == "idle"
         await app.shutdown()
 
     run_async(qapp, scenario)
