@@ -53,6 +53,8 @@ class Relay:
             if released.is_set():
                 return  # a chunk that came meanwhile stays with the pull, for the next lease
             pull, self._pull = self._pull, None
+            if pull is None or pull.cancelled():
+                return  # the source was closed while this lease read
             try:
                 chunk = pull.result()
             except StopAsyncIteration:

@@ -126,3 +126,24 @@ def test_a_kept_source_stays_open_for_the_next_run_only_when_handed_over():
         return ticker.stops
 
     assert asyncio.run(scenario()) == 1
+
+
+def test_closing_a_source_while_a_lease_reads_ends_the_lease():
+    """Quitting mid-read (the app closes the capture under a reader) ends that reader's
+    stream without an error."""
+    async def scenario():
+        source = KeptSource(Ticker(every=0.05))
+        await source.start()
+        got: list[bytes] = []
+
+        async def read() -> None:
+            async for chunk in source.chunks():
+                got.append(chunk)
+
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(0.12)
+        await source.close()
+        await asyncio.wait_for(reader, 2)  # raises what the reader raised
+        return got
+
+    assert numbers(asyncio.run(scenario())) == [0, 1]
