@@ -52,7 +52,7 @@ from captioner.audio.chunker import DEFAULT_CHUNK_BYTES, Chunker
 from captioner.audio.devices import AudioDevice, DeviceKind, find_device, list_devices
 from captioner.audio.errors import CaptureError, DeviceNotFound
 from captioner.audio.resample import TARGET_RATE, Resampler, rms_dbfs, to_pcm16
-from captioner.audio.streams import InputStream, StreamOpener, open_input
+from captioner.audio.streams import InputStream, StreamOpener, off_loop, open_input
 from captioner.settings import AudioSettings
 
 log = logging.getLogger(__name__)
@@ -654,7 +654,7 @@ class AudioCapture:
             src.open = False
             stream, src.stream = src.stream, None
             if stream is not None:
-                await asyncio.to_thread(stream.close)
+                await off_loop(stream.close, f"closing the {src.role} capture")
                 src.stream = None
         if self._watchdog is not None:
             self._watchdog.cancel()

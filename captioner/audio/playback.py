@@ -42,6 +42,7 @@ counter, which the GIL makes atomic.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import sys
@@ -60,12 +61,14 @@ from captioner.audio.devices import list_devices, pulse_sink
 from captioner.audio.errors import AudioError
 from captioner.audio.playout import PlayoutController, Stretcher
 from captioner.audio.reply_cancel import PlayedAudio
+from captioner.audio.streams import off_loop
 
 log = logging.getLogger(__name__)
 
 # How fast the device-clock estimate may rise on its own (fraction of the rate): covers
 # a device clock a little faster than time.monotonic, and recovery after a stall.
 _CLOCK_SLEW = 0.0005
+STALL_SECONDS = 2.0  # a reply's output asking for nothing this long has gone away
 
 
 class PlaybackError(AudioError, RuntimeError):
@@ -280,6 +283,10 @@ class Player:
         self._stretched = 0
         self._max_stretch_used = 0.0
         self._min_margin: float | None = None
+        self._last_request = 0.0  # time.monotonic() of the device's last request
+        self._closing = False
+        self._watch: asyncio.TimerHandle | None = None
+        self.failure: str | None = None  # why the output went away while open
 
     # --- lifecycle -------------------------------------------------------------
 
@@ -302,6 +309,7 @@ class Player:
                     blocksize=max(1, int(self.rate * self.block_ms / 1000)),
                     latency=self.latency,
                     callback=self._callback,
+                    finished_callback=self._finished,
                 )
             device_buffer = int(self._stream.latency * self.rate)
             self._read_ahead_cap = device_buffer + self._stream.blocksize
@@ -309,6 +317,8 @@ class Player:
             # then watch two buffers' worth of requests to measure the read-ahead.
             self._warm_target = device_buffer + 5 * self._stream.blocksize
             self._measure_target = self._warm_target + 2 * device_buffer
+            self._closing, self.failure = False, None
+            self._last_request = time.monotonic()
             self._stream.start()
         except (sd.PortAudioError, ValueError) as exc:
             self._stream = None
@@ -320,19 +330,59 @@ class Player:
         except TimeoutError:
             log.warning("! %s is slow to start playing", self.device.name)
         log.info("= playing on #%d %s at %d Hz", self.device.index, self.device.name, self.rate)
+        self._arm_watch()
 
     async def close(self) -> None:
-        """Stop the stream; idempotent."""
+        """Stop the stream (off the event loop: on a gone device that can take a
+        minute); idempotent."""
         stream, self._stream = self._stream, None
+        self._closing = True
+        if self._watch is not None:
+            self._watch.cancel()
         if stream is not None:
-            try:
-                stream.stop()
-                stream.close()
-            except sd.PortAudioError:
-                log.debug("! error closing the output stream", exc_info=True)
+            gone = self.failure is not None
+
+            def shut() -> None:
+                if gone:
+                    stream.abort(ignore_errors=True)
+                else:
+                    stream.stop(ignore_errors=True)
+                stream.close(ignore_errors=True)
+
+            await off_loop(shut, "closing the audio output")
         self._ended = True
         self._drained.set()
         self._space.set()
+
+    # --- an output that goes away -------------------------------------------------
+
+    def _finished(self) -> None:
+        """PortAudio's thread: the stream ended; unasked, the device went away."""
+        loop = self._loop
+        if not self._closing and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(self._gone, "the output stream stopped by itself")
+
+    def _arm_watch(self) -> None:
+        assert self._loop is not None
+        self._watch = self._loop.call_later(STALL_SECONDS / 2, self._check)
+
+    def _check(self) -> None:
+        """A reply playing on a device that asks for nothing (suspended, gone)."""
+        if self._stream is None:
+            return
+        silent = time.monotonic() - self._last_request
+        if not self._drained.is_set() and silent > STALL_SECONDS:
+            self._gone(f"the output asked for no audio for {silent:.1f} s")
+        self._arm_watch()
+
+    def _gone(self, reason: str) -> None:
+        if self.failure is not None or self._stream is None:
+            return
+        name = self.device.name if self.device is not None else "the audio output"
+        self.failure = f"{name!r} went away ({reason})"
+        log.warning("! audio output %s", self.failure)
+        self.cancel()
 
     # --- one reply -------------------------------------------------------------
 
@@ -340,6 +390,8 @@ class Player:
         """Begin a reply whose PCM is at ``sample_rate``; drops what is left of the last one."""
         if self._stream is None:
             raise PlaybackError("the output is not open")
+        if self.failure is not None:
+            raise PlaybackError(f"the audio output {self.failure}")
         self.cancel()
         self._reply += 1
         self._in_rate = sample_rate
@@ -514,7 +566,7 @@ class Player:
     # --- consumer side: PortAudio's thread ---------------------------------------
 
     def _callback(self, outdata: np.ndarray, frames: int, _time: Any, status: Any) -> None:
-        now = time.monotonic()
+        now = self._last_request = time.monotonic()
         if status.output_underflow:
             self._device_underflows += 1
         # The device clock: the lower envelope of requests, and the read-ahead above it.

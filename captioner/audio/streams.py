@@ -8,6 +8,8 @@ against :data:`StreamOpener`, so tests can drive it without hardware.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -20,6 +22,38 @@ from captioner.audio.devices import AudioDevice, pulse_route
 from captioner.audio.errors import CaptureError
 
 log = logging.getLogger(__name__)
+
+CLOSE_TIMEOUT = 5.0  # s a stream's close may take before the app goes on without it
+
+
+async def off_loop(call: Callable[[], object], what: str,
+                   timeout: float = CLOSE_TIMEOUT) -> None:
+    """Run a blocking driver call (a stream's stop or close) off the event loop, waiting
+    at most ``timeout``. On a device that went away such a call can block for a minute
+    or for good: in a daemon thread it neither freezes the app nor keeps it from
+    quitting."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def finished() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            call()
+        except Exception:
+            log.debug("! %s failed", what, exc_info=True)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop is already closed
+                loop.call_soon_threadsafe(finished)
+
+    threading.Thread(target=run, name=what, daemon=True).start()
+    try:
+        await asyncio.wait_for(asyncio.shield(done), timeout)
+    except TimeoutError:
+        log.warning("! %s took over %.0f s; going on without it", what, timeout)
+
 
 BlockCallback = Callable[[np.ndarray, bool], None]
 EndCallback = Callable[[str], None]

@@ -46,6 +46,7 @@ NO_ENDPOINT = "No voice endpoint set — using this computer's voice."
 BAD_ENDPOINT = "Voice endpoint setting is wrong — using this computer's voice."
 NO_OUTPUT = "Audio output unavailable — using this computer's voice."
 DEFAULT_OUTPUT_ONLY = "This computer's voice plays on the default output only."
+OUTPUT_GONE = "The reply stopped: its audio output went away."
 IDLE_CLOSE_SECONDS = 30.0
 
 
@@ -231,6 +232,10 @@ class ReplyController(QObject):
                 if generation != self._generation:
                     continue  # stopped while the device was opening
                 await speaker.speak(text)
+                failure = getattr(self.sink, "failure", None)
+                if failure is not None:  # the next reply opens the output again
+                    self._publish(ReplyStatus(SpeakerState.ERROR, OUTPUT_GONE,
+                                              f"The audio output {failure}."))
             except asyncio.CancelledError:
                 raise
             except Exception:  # never let one reply end the worker
@@ -277,7 +282,8 @@ class ReplyController(QObject):
 
     async def _ensure_sink(self, device: str | None) -> None:
         device = device or None
-        if self.sink is not None and device == self._sink_device:
+        if (self.sink is not None and device == self._sink_device
+                and getattr(self.sink, "failure", None) is None):
             return
         await self._close_sink()
         sink = self._sink_factory(device)

@@ -173,13 +173,15 @@ class PulseSetup:
     def pactl(self, *args: str) -> str:
         return self.daemon.pactl(*args)
 
-    def end_streams(self, pid: int) -> int:
-        """End process ``pid``'s capture streams as a vanishing device ends them (Pulse
-        would otherwise move them to another device); how many it ended."""
+    def end_streams(self, pid: int, kind: str = "source-output") -> int:
+        """End process ``pid``'s capture streams (``kind`` "sink-input": its playback
+        streams) as a vanishing device ends them (Pulse would otherwise move them to
+        another device); how many it ended."""
+        heading = {"source-output": "Source Output #", "sink-input": "Sink Input #"}[kind]
         ended = 0
-        for block in self.pactl("list", "source-outputs").split("Source Output #")[1:]:
+        for block in self.pactl("list", f"{kind}s").split(heading)[1:]:
             if f'application.process.id = "{pid}"' in block:
-                self.daemon.command(f"kill-source-output {block.split(maxsplit=1)[0]}")
+                self.daemon.command(f"kill-{kind} {block.split(maxsplit=1)[0]}")
                 ended += 1
         return ended
 
@@ -207,9 +209,9 @@ class Headset:
             "load-module", "module-null-sink", f"sink_name={self.name}",
             f"sink_properties=device.description={self.description}")
 
-    def unplug(self, pid: int) -> None:
+    def unplug(self, pid: int, kind: str = "source-output") -> None:
         """Gone as on a desktop without Pulse's rescue: ``pid``'s streams end with it."""
-        self.pulse.end_streams(pid)
+        self.pulse.end_streams(pid, kind)
         self.remove()
 
     def remove(self) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -16,10 +18,12 @@ from captioner.audio.playback import (
     list_output_devices,
     resolve_output_device,
 )
+from captioner.audio.streams import CLOSE_TIMEOUT
 from captioner.transport.websocket import websocket_connector
 from captioner.tts.events import SessionConfig
 from captioner.tts.speaker import Speaker
 from tests.support.omni_server import ThreadedOmniServer
+from tests.support.pulse import Headset
 
 RATE = 24_000
 TEXT = "This reply is played on the null sink. It arrives in chunks over time."
@@ -348,3 +352,37 @@ def test_server_slower_than_the_device_plays_without_underruns_stretched_within_
     assert len(matches) > 30
     assert np.median(ncc) >= 0.95 and ncc.min() >= 0.8, f"pieces differ: {np.sort(ncc)[:5]}"
     assert np.all(np.diff(where) > 0)  # in order
+
+
+@pytest.mark.parametrize("how", ["ended", "suspended"])
+def test_a_reply_whose_output_goes_away_ends_and_the_next_start_says_so(pulse, how) -> None:
+    """Headphones unplugged mid-reply: the stream ends (or, suspended, asks for nothing).
+    The reply ends instead of waiting for ever, closing does not block the app, and the
+    next reply is told, so the output is opened again."""
+    tone = (0.2 * np.sin(2 * np.pi * 440 * np.arange(8 * RATE) / RATE) * 32767)
+    pcm = tone.astype("<i2").tobytes()
+
+    async def scenario(phones: Headset) -> tuple[str | None, float]:
+        player = Player(phones.name)
+        await player.open()
+        try:
+            player.start_reply(RATE)
+            await player.write(pcm)
+            player.finish_reply()
+            await asyncio.sleep(1.0)
+            if how == "ended":
+                pulse.end_streams(os.getpid(), "sink-input")
+            else:
+                pulse.pactl("suspend-sink", phones.name, "1")
+            await asyncio.wait_for(player.drained(), 6.0)  # the reply had 7 s left
+            with pytest.raises(PlaybackError, match="went away"):
+                player.start_reply(RATE)
+        finally:
+            began = time.monotonic()
+            await player.close()
+        return player.failure, time.monotonic() - began
+
+    with Headset(pulse, "captioner_phones", "Phones") as phones:
+        failure, closing = asyncio.run(scenario(phones))
+    assert failure is not None and "Phones" in failure
+    assert closing < CLOSE_TIMEOUT + 2.0  # bounded, whatever the driver does

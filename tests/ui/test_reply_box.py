@@ -4,6 +4,7 @@ PulseAudio null sink); only the computer's voice is a recording fake (the true e
 
 from __future__ import annotations
 
+import os
 import socket
 import wave
 from pathlib import Path
@@ -23,11 +24,13 @@ from captioner.ui.reply_controller import (
     FALLBACK,
     NO_ENDPOINT,
     NO_OUTPUT,
+    OUTPUT_GONE,
     ReplyController,
     ReplyStatus,
 )
 from captioner.ui.settings_store import SettingsStore
 from tests.support.omni_server import ThreadedOmniServer
+from tests.support.pulse import Headset
 from tests.ui.conftest import run_async, wait_until
 
 LONG = " ".join(f"Sentence number {i} is spoken slowly here." for i in range(12))
@@ -437,3 +440,36 @@ def test_output_follows_the_setting_and_is_released_when_idle(qapp, qtbot, tmp_p
     run_async(qapp, scenario)
     assert h.devices_asked == [None, "Headset"]
     assert h.spoken == ["On the default output.", "On the headset."]
+
+
+def test_a_reply_whose_output_is_unplugged_says_so_and_the_next_one_plays(
+        qapp, qtbot, tmp_path, pulse, omni_server: ThreadedOmniServer):
+    players: list[Player] = []
+
+    def player(device):
+        players.append(Player(device))
+        return players[-1]
+
+    with Headset(pulse, "captioner_phones", "Phones"):
+        h = Harness(tmp_path, omni_server.url, sink_factory=player,
+                    devices=list_output_devices())
+        combo = h.box.output_combo
+        names = [combo.itemText(i) for i in range(combo.count())]
+        combo.setCurrentIndex(names.index("Phones (captioner_phones)"))
+        assert h.saved().tts.output_device == "Phones (captioner_phones)"
+
+        async def scenario():
+            type_and_enter(qtbot, h.box, "A long reply. " * 20)  # about eight seconds
+            await wait_until(lambda: players and players[0].stats().samples_played > 4800,
+                             15, "the reply to play")
+            pulse.end_streams(os.getpid(), "sink-input")  # unplugged, and plugged back
+            await wait_until(lambda: h.controller.status.text == OUTPUT_GONE, 10,
+                             "the reply box to say so")
+            assert "Phones" in h.controller.status.detail
+            type_and_enter(qtbot, h.box, "And the next one plays.")
+            await wait_until(lambda: len(players) == 2 and h.controller.status.text
+                             == "Ready." and len(h.spoken) == 2, 15, "the next reply")
+            await h.controller.aclose()
+
+        run_async(qapp, scenario, timeout=60)
+    assert players[1].failure is None and players[1].stats().samples_played > 0
