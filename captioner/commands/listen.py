@@ -8,11 +8,16 @@ import contextlib
 import logging
 import signal
 import sys
+from collections.abc import Callable
 
+from captioner.audio.capture import reopen_delays
+from captioner.audio.dual import DualCapture
 from captioner.audio.errors import AudioError
-from captioner.captioning import Captioner
+from captioner.audio.handover import KeptSource
+from captioner.captioning import AudioSource, Captioner
 from captioner.commands._common import TerminalCaptions, add_endpoint_options, load_settings
 from captioner.session import SessionFailed
+from captioner.settings import AudioSettings
 from captioner.two_streams import TwoStreamCaptioner, captioner_for, open_source
 
 log = logging.getLogger(__name__)
@@ -62,24 +67,66 @@ def run(args: argparse.Namespace) -> int:
     except AudioError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2
-    captioner = captioner_for(settings, source, endpoint=args.endpoint, on_update=out.update,
-                              on_status=out.status, fail_fast=True)
-    return asyncio.run(_listen(captioner))
+
+    def captioner(source: AudioSource | DualCapture) -> Captioner | TwoStreamCaptioner:
+        return captioner_for(settings, source, endpoint=args.endpoint,
+                             on_update=out.update, on_status=out.status, fail_fast=True)
+
+    return asyncio.run(_listen(settings.audio, source, captioner))
 
 
-async def _listen(captioner: Captioner | TwoStreamCaptioner) -> int:
+async def _listen(audio: AudioSettings, source: AudioSource | DualCapture,
+                  make: Callable[[AudioSource | DualCapture], Captioner | TwoStreamCaptioner],
+                  ) -> int:
+    """Caption until Ctrl+C. A device that goes away is waited for (it is said on
+    stderr), and the captions go on when it opens again."""
     loop = asyncio.get_running_loop()
+    stopping = asyncio.Event()
+    running: list[Captioner | TwoStreamCaptioner] = []
+
+    def stop() -> None:
+        stopping.set()
+        for captioner in running:
+            captioner.stop()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # Windows
-            loop.add_signal_handler(sig, captioner.stop)
-    try:
-        await captioner.run()
-    except SessionFailed as exc:
-        print(f"captioner: {exc}", file=sys.stderr)
-        return 1
-    except AudioError as exc:
-        print(f"captioner: audio capture failed: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        log.info("= listen finished: %s", captioner.stats_summary())
-    return 0
+            loop.add_signal_handler(sig, stop)
+    while True:
+        captioner = make(source)
+        running[:] = [captioner]
+        try:
+            await captioner.run()
+            return 0
+        except SessionFailed as exc:
+            print(f"captioner: {exc}", file=sys.stderr)
+            return 1
+        except AudioError as exc:
+            if stopping.is_set():
+                return 0
+            print(f"captioner: the audio device went away ({exc}); captions go on when it "
+                  "is back (Ctrl+C stops)", file=sys.stderr)
+        finally:
+            log.info("= listen finished: %s", captioner.stats_summary())
+        running.clear()
+        reopened = await _reopen(audio, stopping)
+        if reopened is None:
+            return 0
+        print("captioner: the audio device is back", file=sys.stderr)
+        source = reopened
+
+
+async def _reopen(audio: AudioSettings, stopping: asyncio.Event) -> KeptSource | None:
+    """The capture ``audio`` asks for, opened once it can be; None if stopped first."""
+    for delay in reopen_delays():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), delay)
+            return None
+        try:
+            source = KeptSource(open_source(audio))
+            await source.start()
+        except AudioError as exc:
+            log.info("= the audio device cannot open yet: %s", exc)
+            continue
+        return source
+    return None  # the delays never run out
