@@ -402,6 +402,9 @@ class CaptionController(QObject):
         except ValueError as exc:
             return self._fail(f"Endpoint setting is wrong: {exc}")
         source, self._kept = self._kept, None
+        # Capture starts now, even while the model loads (seconds on a cold start): the
+        # session keeps what is heard meanwhile (bounded, like an outage) and sends it
+        # as soon as the engine is ready, so no word said after the user asked is lost.
         self._loading = spec.kind == "embedded" and not self.embedded.ready
         self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
         self._open_journal(settings, going_on)
@@ -521,7 +524,12 @@ class CaptionController(QObject):
 
     async def _watch_for_return(self, audio: AudioSettings) -> None:
         """Go back to the picked device once it is there again (at a pause in speech)."""
-        while await asyncio.to_thread(missing_devices, audio):
+        while True:
+            try:
+                if not await asyncio.to_thread(missing_devices, audio):
+                    break
+            except Exception:  # a driver that cannot list now: look again later
+                log.exception("! listing the audio devices")
             await asyncio.sleep(RETURN_CHECK_SECONDS)
         log.info("= the picked audio device is back")
         self.notice.emit("")
