@@ -83,12 +83,15 @@ def _picked(audio: AudioSettings) -> list[tuple[DeviceKind, str]]:
     return picked
 
 
-def stand_in(audio: AudioSettings) -> AudioSettings | None:
-    """``audio`` on the default devices, to stand in for picked ones that went away;
-    None when nothing was picked (the default is what failed)."""
-    if not _picked(audio):
+def stand_in(audio: AudioSettings, missing: Sequence[str]) -> AudioSettings | None:
+    """``audio`` with the default device in place of each picked one in ``missing`` (a
+    call's microphone stays when only its system-audio device went); None when none
+    of them was picked (a default is what failed)."""
+    if not any(spec in missing for _kind, spec in _picked(audio)):
         return None
-    return dataclasses.replace(audio, mic_device=None, system_device=None)
+    return dataclasses.replace(
+        audio, mic_device=None if audio.mic_device in missing else audio.mic_device,
+        system_device=None if audio.system_device in missing else audio.system_device)
 
 
 def missing_devices(audio: AudioSettings) -> list[str]:

@@ -406,8 +406,9 @@ class CaptionController(QObject):
         # session keeps what is heard meanwhile (bounded, like an outage) and sends it
         # as soon as the engine is ready, so no word said after the user asked is lost.
         self._loading = spec.kind == "embedded" and not self.embedded.ready
-        self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
-        self._open_journal(settings, going_on)
+        if self._loading or not going_on or self.current.state != "listening":
+            self._set(LOADING if self._loading else CaptionStatus("connecting", "connecting"))
+        self._open_journal(settings, going_on)  # a restart that goes on stays "listening"
         gone_since: float | None = None  # when the audio device went away
         lost = ""  # why
         while True:
@@ -468,7 +469,7 @@ class CaptionController(QObject):
         why the device before went away. None: a failure that waiting will not mend
         (shown)."""
         delays = reopen_delays()
-        waiting = False
+        tries = 0
         while True:
             try:
                 return await self._start_capture(audio)
@@ -483,11 +484,14 @@ class CaptionController(QObject):
                 log.exception("! opening the audio source")
                 self._fail(f"Audio source unavailable: {exc}")
                 return None
-            if not waiting:  # said once, when the first try finds nothing to open
-                waiting = True
+            tries += 1
+            # Said from the second try on: right after a loss the first can meet a device
+            # still listed but half gone, which half a second later is stood in for.
+            if tries == (2 if lost else 1):
                 self.device_lost.emit(lost or reason)
-            self._set(CaptionStatus("reconnecting", "Waiting for the audio device; captions "
-                                                    f"go on when it is back. Why: {reason}"))
+            if tries >= 2 or not lost:
+                self._set(CaptionStatus("reconnecting", "Waiting for the audio device; "
+                                        f"captions go on when it is back. Why: {reason}"))
             await asyncio.sleep(next(delays))
 
     async def _start_capture(self, audio: AudioSettings) -> KeptSource:
@@ -502,7 +506,8 @@ class CaptionController(QObject):
 
     async def _stand_in(self, audio: AudioSettings) -> KeptSource | None:
         """The default device(s) for picked ones that are not there, or None."""
-        default = stand_in(audio)
+        missing = await asyncio.to_thread(missing_devices, audio)
+        default = stand_in(audio, missing)
         if default is None:
             return None
         try:
@@ -510,8 +515,7 @@ class CaptionController(QObject):
         except Exception as exc:
             log.info("= no default device stands in either: %s", exc)
             return None
-        missing = await asyncio.to_thread(missing_devices, audio)
-        names = " and ".join(f"“{name}”" for name in missing) or "The device picked"
+        names = " and ".join(f"“{name}”" for name in missing)
         log.warning("! %s not there: the default device stands in", names)
         self.notice.emit(f"{names} {'are' if len(missing) > 1 else 'is'} not there: "
                          "captioning the default device until it is back.")
@@ -580,9 +584,8 @@ class CaptionController(QObject):
         if status.state is SessionState.FAILED:
             return  # _run reports it with the reason, once
         if status.state in (SessionState.STOPPING, SessionState.STOPPED) and (
-                self._go_on or (not self._stop_asked
-                                and getattr(self._source, "error", None) is not None)):
-            return  # a restart, or the device went away: captions go on, not "stopped"
+                self._go_on or not self._stop_asked):
+            return  # a restart, or the audio ended (a device gone?): _run_once says
         if self._loading and status.state is SessionState.CONNECTING:
             return  # still loading the model; "loading" says more than "connecting"
         self._loading = False

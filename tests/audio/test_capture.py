@@ -340,3 +340,36 @@ def test_each_chunk_leaves_with_the_block_that_completes_it():
         await cap.stop()
         await consumer
     run(main())
+
+
+def test_a_stand_in_replaces_only_the_picked_devices_that_went_away():
+    from captioner.audio.capture import stand_in
+    from captioner.settings import AudioSettings
+
+    call = AudioSettings(source="both", speakers=True, mic_device="Headset mic",
+                         system_device="Monitor of USB")
+    assert stand_in(call, ["Monitor of USB"]) == AudioSettings(
+        source="both", speakers=True, mic_device="Headset mic", system_device=None)
+    assert stand_in(call, ["Headset mic", "Monitor of USB"]).capture_key() == (
+        AudioSettings(source="both", speakers=True).capture_key())
+    assert stand_in(AudioSettings(source="system"), []) is None  # the default failed
+    assert stand_in(AudioSettings(source="system", mic_device="Headset mic"),
+                    ["Headset mic"]) is None  # a mic not captured is not stood in for
+
+
+def test_a_device_that_went_away_is_tried_soon_then_every_few_seconds():
+    from itertools import islice
+
+    from captioner.audio.capture import reopen_delays
+
+    assert list(islice(reopen_delays(), 7)) == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0, 3.0]
+
+
+def test_missing_devices_are_the_picked_ones_not_listed_now(pulse):
+    from captioner.audio.capture import missing_devices
+    from captioner.settings import AudioSettings
+
+    assert missing_devices(AudioSettings(source="system", system_device=pulse.monitor)) == []
+    assert missing_devices(AudioSettings(
+        source="both", system_device=pulse.monitor, mic_device="Unplugged headset")) == [
+        "Unplugged headset"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 
-from captioner.audio.errors import DeviceNotFound
+from captioner.audio.errors import CaptureError, DeviceNotFound
 from captioner.audio.files import FileSource
 from captioner.realtime.captions import LineKind
 from captioner.transcript.journal import read_journal
@@ -252,3 +252,55 @@ def test_a_spoken_reply_heard_back_is_captioned_once(qapp, store, realtime_serve
         assert journal.count("alpha") == 1  # the typed line only
 
     run_async(qapp, scenario)
+
+
+def test_a_device_half_gone_at_the_first_try_is_stood_in_for_without_alarm(
+        qapp, store, realtime_server, tone_wav):
+    """Right after a loss the device can still be listed but fail to open; half a second
+    later it is gone and the default stands in: no "lost" alarm, no amber flash."""
+    asked: list[str | None] = []
+
+    class Unplugged:
+        """A capture whose device goes away after its first chunk."""
+
+        level_dbfs = -30.0
+
+        async def start(self) -> None:
+            pass
+
+        async def stop(self) -> None:
+            pass
+
+        async def chunks(self):
+            yield bytes(2048)
+            await asyncio.sleep(0.2)
+            raise CaptureError("system capture: the stream from 'Headset' stopped by itself")
+
+    def headset_going(audio):
+        asked.append(audio.system_device)
+        if len(asked) == 1:
+            return Unplugged()
+        if len(asked) == 2:
+            raise CaptureError("cannot open 'Headset' for capture: Error opening InputStream")
+        if audio.system_device:
+            raise DeviceNotFound("System audio: no device matches 'Headset'.")
+        return FileSource(tone_wav, chunk_bytes=2048, realtime=True)
+
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        store.settings.audio.system_device = "Headset"
+        app = CaptionerApp(store, source_factory=headset_going, tray_available=True)
+        states: list[str] = []
+        app.controller.status.connect(lambda status: states.append(status.state))
+        app.start()
+        await wait_until(lambda: app.controller.current.state == "listening", 10,
+                         "the default device standing in")
+        await wait_until(lambda: not app.controller.running, 30, "the file's end")
+        await app.shutdown()
+        return states, app.tray.messages
+
+    states, messages = run_async(qapp, scenario)
+    assert asked[:4] == ["Headset", "Headset", "Headset", None], asked
+    assert "reconnecting" not in states and "error" not in states
+    assert "idle" not in states[:-1]  # "stopped" only at the end of the file
+    assert not [m for m in messages if m[0] == "Audio device lost"]
