@@ -63,7 +63,9 @@ LEVEL_FLOOR_DBFS = -100.0
 _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one source
 
 
-REOPEN_DELAYS = (0.5, 1.0, 2.0, 3.0)  # s between tries to open a device that went away
+# s between tries to open a device that went away: the first soon, so a stand-in opens
+# while little is missed (an unplugged device can stay listed for a moment)
+REOPEN_DELAYS = (0.1, 0.5, 1.0, 2.0, 3.0)
 
 
 def reopen_delays() -> Iterator[float]:

@@ -54,6 +54,7 @@ SourceFactory = Callable[[AudioSettings], AudioSource | DualCapture]
 JournalFactory = Callable[[Path, dict[str, Any]], Journal]
 LEVEL_INTERVAL_MS = 100
 RETURN_CHECK_SECONDS = 3.0  # how often a stood-in-for device is looked for
+LOSS_SETTLE_SECONDS = 0.5  # after a loss, no alarm while a device is still going away
 STOP_GRACE_SECONDS = 12.0
 HANDOVER_PAUSE_WAIT = 3.0  # s a restart waits for a pause in speech before it switches
 
@@ -469,7 +470,11 @@ class CaptionController(QObject):
         why the device before went away. None: a failure that waiting will not mend
         (shown)."""
         delays = reopen_delays()
-        tries = 0
+        loop = asyncio.get_running_loop()
+        # Right after a loss the first tries can meet a device still listed but half
+        # gone, which a moment later is stood in for: no alarm for that.
+        alarm_at = loop.time() + (LOSS_SETTLE_SECONDS if lost else 0.0)
+        alarmed = False
         while True:
             try:
                 return await self._start_capture(audio)
@@ -484,12 +489,10 @@ class CaptionController(QObject):
                 log.exception("! opening the audio source")
                 self._fail(f"Audio source unavailable: {exc}")
                 return None
-            tries += 1
-            # Said from the second try on: right after a loss the first can meet a device
-            # still listed but half gone, which half a second later is stood in for.
-            if tries == (2 if lost else 1):
-                self.device_lost.emit(lost or reason)
-            if tries >= 2 or not lost:
+            if loop.time() >= alarm_at:
+                if not alarmed:
+                    alarmed = True
+                    self.device_lost.emit(lost or reason)
                 self._set(CaptionStatus("reconnecting", "Waiting for the audio device; "
                                         f"captions go on when it is back. Why: {reason}"))
             await asyncio.sleep(next(delays))

@@ -362,7 +362,7 @@ def test_a_device_that_went_away_is_tried_soon_then_every_few_seconds():
 
     from captioner.audio.capture import reopen_delays
 
-    assert list(islice(reopen_delays(), 7)) == [0.5, 1.0, 2.0, 3.0, 3.0, 3.0, 3.0]
+    assert list(islice(reopen_delays(), 7)) == [0.1, 0.5, 1.0, 2.0, 3.0, 3.0, 3.0]
 
 
 def test_missing_devices_are_the_picked_ones_not_listed_now(pulse):
