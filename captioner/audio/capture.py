@@ -107,6 +107,7 @@ def missing_devices(audio: AudioSettings) -> list[str]:
             missing.append(spec)
     return missing
 
+
 class State(enum.Enum):
     IDLE = "idle"
     RUNNING = "running"

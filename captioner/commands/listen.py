@@ -107,7 +107,7 @@ async def _listen(audio: AudioSettings, source: AudioSource | DualCapture,
             print(f"captioner: the audio device went away ({exc}); captions go on when it "
                   "is back (Ctrl+C stops)", file=sys.stderr)
         finally:
-            log.info("= listen finished: %s", captioner.stats_summary())
+            log.info("= captioning ended: %s", captioner.stats_summary())
         running.clear()
         reopened = await _reopen(audio, stopping)
         if reopened is None:
