@@ -173,17 +173,18 @@ class PulseSetup:
     def pactl(self, *args: str) -> str:
         return self.daemon.pactl(*args)
 
-    def end_streams(self, pid: int, kind: str = "source-output") -> int:
+    def end_streams(self, pid: int, kind: str = "source-output", then: str = "") -> int:
         """End process ``pid``'s capture streams (``kind`` "sink-input": its playback
         streams) as a vanishing device ends them (Pulse would otherwise move them to
-        another device); how many it ended."""
+        another device), and run the Pulse command ``then`` right after them, in the
+        same breath; how many streams it ended."""
         heading = {"source-output": "Source Output #", "sink-input": "Sink Input #"}[kind]
-        ended = 0
-        for block in self.pactl("list", f"{kind}s").split(heading)[1:]:
-            if f'application.process.id = "{pid}"' in block:
-                self.daemon.command(f"kill-{kind} {block.split(maxsplit=1)[0]}")
-                ended += 1
-        return ended
+        ends = [f"kill-{kind} {block.split(maxsplit=1)[0]}"
+                for block in self.pactl("list", f"{kind}s").split(heading)[1:]
+                if f'application.process.id = "{pid}"' in block]
+        if ends or then:
+            self.daemon.command("\n".join([*ends, then] if then else ends))
+        return len(ends)
 
     def recordings_of(self, pid: int) -> int:
         """How many capture streams process ``pid`` has open. (Counting all source outputs
@@ -210,9 +211,10 @@ class Headset:
             f"sink_properties=device.description={self.description}")
 
     def unplug(self, pid: int, kind: str = "source-output") -> None:
-        """Gone as on a desktop without Pulse's rescue: ``pid``'s streams end with it."""
-        self.pulse.end_streams(pid, kind)
-        self.remove()
+        """Gone as on a desktop without Pulse's rescue: ``pid``'s streams end with it
+        (at once, as the device goes: no moment where they are gone and it is listed)."""
+        module, self._module = self._module, None
+        self.pulse.end_streams(pid, kind, then=f"unload-module {module}" if module else "")
 
     def remove(self) -> None:
         module, self._module = self._module, None
