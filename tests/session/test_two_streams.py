@@ -282,3 +282,35 @@ def test_a_device_that_dies_ends_both_streams_with_its_error():
     with ThreadedServer(RecordingFactory()) as server:
         left = asyncio.run(asyncio.wait_for(main(server.url), 60))
     assert left == set()
+
+
+def test_a_device_that_dies_still_shows_what_both_sides_said_before_it():
+    """Both sides speak, then the system-audio device goes: every line said before is
+    shown, on both sides (the failing side's session flushes too), and the error still
+    ends the run."""
+    updates: list[CaptionUpdate] = []
+    system_pcm = tone_words_pcm(["charlie", "delta"]) + SILENCE
+    mic_pcm = SILENCE + tone_words_pcm(["alpha", "bravo"])  # the last words, just said
+
+    async def main(url):
+        opener = Opener()
+        mic = AudioCapture("mic", mic=MIC, opener=opener, stall_timeout=120)
+        system = AudioCapture("system", system=SYSTEM, opener=opener, stall_timeout=120)
+        captioner = TwoStreamCaptioner(call_settings(), DualCapture(mic, system),
+                                       endpoint=url, on_update=updates.append)
+        task = asyncio.create_task(captioner.run())
+        while len(opener.streams) < 2 or not all(s.started for s in opener.streams.values()):
+            await asyncio.sleep(0.01)
+        await asyncio.gather(*(asyncio.to_thread(play, opener.streams[side], pcm)
+                               for side, pcm in (("mic", mic_pcm), ("system", system_pcm))))
+        seconds = len(system_pcm) / 32_000 - 0.2
+        while min(s.stats.audio_seconds for s in captioner.sessions.values()) < seconds:
+            await asyncio.sleep(0.02)
+        opener.streams["system"].on_end("the device was unplugged")
+        with pytest.raises(CaptureError, match="unplugged"):
+            await asyncio.wait_for(task, 30)
+
+    with ThreadedServer(RecordingFactory()) as server:
+        asyncio.run(asyncio.wait_for(main(server.url), 60))
+    shown = [(line.speaker, line.text) for update in updates for line in update.finalized]
+    assert sorted(shown) == [("Team", "charlie delta"), ("You", "alpha bravo")], shown
