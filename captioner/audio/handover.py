@@ -16,6 +16,7 @@ before the old run stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -90,6 +91,18 @@ class KeptSource:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+    @classmethod
+    async def open_started(cls, inner: Any) -> KeptSource:
+        """``inner`` kept and started; released again if it cannot start."""
+        source = cls(inner)
+        try:
+            await source.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await source.close()
+            raise
+        return source
 
     @property
     def started(self) -> bool:

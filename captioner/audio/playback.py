@@ -647,6 +647,7 @@ class WavSink:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.failure: str | None = None  # a file does not go away
         self._wav: wave.Wave_write | None = None
         self._rate = 0
         self.bytes_written = 0

@@ -123,10 +123,7 @@ async def _reopen(audio: AudioSettings, stopping: asyncio.Event) -> KeptSource |
             await asyncio.wait_for(stopping.wait(), delay)
             return None
         try:
-            source = KeptSource(open_source(audio))
-            await source.start()
+            return await KeptSource.open_started(open_source(audio))
         except AudioError as exc:
             log.info("= the audio device cannot open yet: %s", exc)
-            continue
-        return source
     return None  # the delays never run out

@@ -388,7 +388,6 @@ class CaptionController(QObject):
             raise
         finally:
             self._stop_returning()
-            self._level_timer.stop()
             await self._close_kept()  # a handed-over capture this run never took
             if not self._go_on:
                 self._close_journal()
@@ -430,7 +429,6 @@ class CaptionController(QObject):
                     break
                 log.warning("! the audio device went away: %s", exc)
                 gone_since, lost, source = asyncio.get_running_loop().time(), str(exc), None
-                self._clock_offset = self._clock_end
                 self.level.emit(-100.0)
                 continue
             except SessionFailed as exc:
@@ -498,14 +496,7 @@ class CaptionController(QObject):
             await asyncio.sleep(next(delays))
 
     async def _start_capture(self, audio: AudioSettings) -> KeptSource:
-        source = KeptSource(self._source_factory(audio))
-        try:
-            await source.start()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await source.close()
-            raise
-        return source
+        return await KeptSource.open_started(self._source_factory(audio))
 
     async def _stand_in(self, audio: AudioSettings) -> KeptSource | None:
         """The default device(s) for picked ones that are not there, or None."""

@@ -53,6 +53,8 @@ IDLE_CLOSE_SECONDS = 30.0
 class OutputSink(AudioSink, Protocol):
     """An :class:`AudioSink` that is opened and closed (``Player``, ``WavSink``)."""
 
+    failure: str | None  # why the output went away while open; None while it plays
+
     async def open(self) -> None: ...
 
     async def close(self) -> None: ...
@@ -232,7 +234,7 @@ class ReplyController(QObject):
                 if generation != self._generation:
                     continue  # stopped while the device was opening
                 await speaker.speak(text)
-                failure = getattr(self.sink, "failure", None)
+                failure = self.sink.failure if self.sink is not None else None
                 if failure is not None:  # the next reply opens the output again
                     self._publish(ReplyStatus(SpeakerState.ERROR, OUTPUT_GONE,
                                               f"The audio output {failure}."))
@@ -283,7 +285,7 @@ class ReplyController(QObject):
     async def _ensure_sink(self, device: str | None) -> None:
         device = device or None
         if (self.sink is not None and device == self._sink_device
-                and getattr(self.sink, "failure", None) is None):
+                and self.sink.failure is None):
             return
         await self._close_sink()
         sink = self._sink_factory(device)
