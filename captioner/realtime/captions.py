@@ -113,6 +113,7 @@ class CaptionModel:
     unconfirmed: str = ""  # the server's live hypothesis after the confirmed text
     _shown_at: list[float] = field(default_factory=list)  # when each unconfirmed word was
     _placed: float = 0.0  # the latest word time given (times never go back)
+    _notes: list[CaptionLine] = field(default_factory=list)  # gap notes to follow open words
 
     @property
     def live(self) -> CaptionLine | None:
@@ -171,7 +172,20 @@ class CaptionModel:
         self.unconfirmed, self._shown_at = text, shown_at if text else []
 
     def _update(self, finalized: tuple[CaptionLine, ...] = ()) -> CaptionUpdate:
+        if self._notes:
+            finalized += self._notes_due(finalized)
         return CaptionUpdate(finalized, self.live, self.unconfirmed, self.speaker)
+
+    def _notes_due(self, finalized: tuple[CaptionLine, ...]) -> tuple[CaptionLine, ...]:
+        """The gap notes whose words before them are all finalized now."""
+        open_words = bool(self._live.strip() or self.unconfirmed)
+        reached = max((line.end for line in finalized), default=None)
+        due = tuple(note for note in self._notes if not open_words
+                    or (reached is not None and reached >= note.start))
+        if due:
+            self._notes = [note for note in self._notes if note not in due]
+            self.lines.extend(due)
+        return due
 
     def tick(self, audio_time: float, quiet_seconds: float | None = None) -> CaptionUpdate:
         """Audio advanced with no new text: a long enough pause ends the live line.
@@ -197,9 +211,10 @@ class CaptionModel:
         """End of a request or session: the live line becomes final; unconfirmed text,
         which nothing confirmed, goes."""
         self._set_pending("", [])
-        if self._live.strip():
-            return CaptionUpdate((self._finalize(len(self._live)),), None)
-        return CaptionUpdate()
+        finalized = (self._finalize(len(self._live)),) if self._live.strip() else ()
+        notes, self._notes = tuple(self._notes), []
+        self.lines.extend(notes)
+        return CaptionUpdate((*finalized, *notes), None)
 
     def new_request(self) -> None:
         """Text of the next request continues the line; make sure words don't glue.
@@ -219,6 +234,14 @@ class CaptionModel:
         line = CaptionLine(text, audio_time, audio_time, kind=LineKind.TYPED)
         self.lines.append(line)
         return self._update((line,))
+
+    def mark_gap(self, text: str, audio_time: float) -> CaptionUpdate:
+        """A note that audio was missing at ``audio_time`` while the session went on. It
+        follows the words said before it: words still live or unconfirmed then are
+        finalized first (the line they end in may go on past the gap)."""
+        self._notes.append(CaptionLine(text, audio_time, audio_time, kind=LineKind.GAP,
+                                       speaker=self.speaker))
+        return self._update()
 
     @property
     def text(self) -> str:

@@ -229,3 +229,30 @@ def test_a_long_line_ends_at_a_phrase_not_mid_phrase():
     assert [line.text for line in done] == [
         "But as the riper should by time decease, his tender heir might bear his memory",
     ]  # not "…memory of the"
+
+
+def test_a_gap_note_follows_the_words_said_before_it():
+    """Audio lost mid-phrase while the session goes on: the note comes after the line
+    the loss fell in, once that line is finalized, never before words said earlier."""
+    m = CaptionModel()
+    m.add_text("And so my", 1.0)
+    m.set_unconfirmed("fellow", 1.2)
+    update = m.mark_gap("[no audio for 0.3 s]", 1.5)
+    assert update.finalized == () and update.live.text == "And so my"
+    m.add_text(" fellow Americans", 2.0)
+    update = m.tick(4.0)
+    assert [(line.text, line.kind) for line in update.finalized] == [
+        ("And so my fellow Americans", LineKind.SPEECH), ("[no audio for 0.3 s]", LineKind.GAP)]
+    assert [line.text for line in m.lines] == ["And so my fellow Americans",
+                                               "[no audio for 0.3 s]"]
+    update = m.mark_gap("[no audio for 0.2 s]", 5.0)  # nothing open: at once
+    assert [line.text for line in update.finalized] == ["[no audio for 0.2 s]"]
+
+
+def test_a_gap_note_still_open_at_the_end_comes_with_the_flush():
+    m = CaptionModel()
+    m.add_text("ask not", 1.0)
+    m.mark_gap("[gap]", 1.2)
+    m.add_text(" what your", 1.8)
+    assert [line.text for line in m.flush().finalized] == ["ask not what your", "[gap]"]
+    assert m.flush().finalized == ()
