@@ -5,7 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 
+import pytest
+
+from captioner.audio.errors import CaptureError
 from captioner.audio.handover import KeptSource, Relay, unwrapped
+
+CHUNK = 2560  # 80 ms of 16 kHz PCM16, as the capture's chunks
 
 
 class Ticker:
@@ -147,3 +152,152 @@ def test_closing_a_source_while_a_lease_reads_ends_the_lease():
         return got
 
     assert numbers(asyncio.run(scenario())) == [0, 1]
+
+
+class Device:
+    """A capture of mic and system chunks (``tag`` + count), whose ``lost`` side raises
+    after ``fail_after`` chunks, as a device that goes away."""
+
+    def __init__(self, tag: bytes, fail_after: int | None = None, lost: str = "system"):
+        self.tag, self.fail_after, self.lost = tag, fail_after, lost
+        self.stopped = asyncio.Event()
+
+    async def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        self.stopped.set()
+
+    async def _side(self, side: str):
+        n = 0
+        while not self.stopped.is_set():
+            if side == self.lost and n == self.fail_after:
+                raise CaptureError(f"{side} capture: the device went away")
+            await asyncio.sleep(0.005)
+            yield self.tag + bytes([n]) * (CHUNK - 1)
+            n += 1
+
+    def chunks(self):
+        return self._side("system")
+
+    def mic_chunks(self):
+        return self._side("mic")
+
+    def system_chunks(self):
+        return self._side("system")
+
+
+def tags(chunks: list[bytes]) -> list[str]:
+    """``a0`` for device a's first chunk, ``.`` for a chunk of silence."""
+    return ["." if not any(c) else f"{c[:1].decode()}{c[1]}" for c in chunks]
+
+
+def test_a_lost_device_that_recover_replaces_goes_on_in_the_same_stream_with_silence():
+    errors: list[str] = []
+
+    async def recover(error):
+        errors.append(str(error))
+        await asyncio.sleep(0.3)  # opening the stand-in
+        return Device(b"b")
+
+    async def scenario():
+        lost = Device(b"a", fail_after=3)
+        source = KeptSource(lost, recover)
+        await source.start()
+        got = []
+        async for chunk in source.chunks():
+            got.append(chunk)
+            if len(got) == 12:
+                break
+        assert lost.stopped.is_set() and isinstance(source.inner, Device)
+        await source.close()
+        return got, source.inner.stopped.is_set()
+
+    got, replacement_closed = asyncio.run(scenario())
+    assert errors == ["system capture: the device went away"]
+    shown = tags(got)
+    assert shown[:3] == ["a0", "a1", "a2"]
+    silent = shown.count(".")
+    assert 3 <= silent <= 6  # 0.3–0.48 s of silence in 80 ms chunks: the time lost
+    assert shown[3 + silent:] == [f"b{n}" for n in range(12 - 3 - silent)]
+    assert sum(map(len, got[3:3 + silent])) % 2 == 0 and replacement_closed
+
+
+def test_a_lost_device_with_nothing_to_go_on_with_ends_the_stream_as_before():
+    async def nothing(_error):
+        return None
+
+    async def scenario(recover):
+        source = KeptSource(Device(b"a", fail_after=2), recover)
+        await source.start()
+        got = []
+        with pytest.raises(CaptureError, match="went away"):
+            async for chunk in source.chunks():
+                got.append(chunk)
+        await source.close()
+        return tags(got)
+
+    assert asyncio.run(scenario(nothing)) == ["a0", "a1"]
+    assert asyncio.run(scenario(None)) == ["a0", "a1"]  # no recover: as before it
+
+
+def test_in_a_call_one_side_lost_moves_both_sides_to_the_new_source_once():
+    """The system device goes away: the mic side, still fine, is moved too (the new
+    capture has both), with as much silence, so the two sides stay in time."""
+    opened: list[Device] = []
+
+    async def recover(_error):
+        await asyncio.sleep(0.2)
+        opened.append(Device(b"b"))
+        return opened[-1]
+
+    async def scenario():
+        source = KeptSource(Device(b"a", fail_after=4, lost="system"), recover)
+        await source.start()
+
+        async def read(lease):
+            got = []
+            async for chunk in lease:
+                got.append(chunk)
+                if sum(1 for c in got if c[:1] == b"b") == 3:
+                    return got
+
+        mic, system = await asyncio.gather(read(source.mic_chunks()),
+                                           read(source.system_chunks()))
+        await source.close()
+        return tags(mic), tags(system)
+
+    mic, system = asyncio.run(scenario())
+    assert len(opened) == 1  # one recovery for both sides
+    for side in (mic, system):
+        assert side[-3:] == ["b0", "b1", "b2"] and "." in side, side
+        silent = side.index("b0") - side.index(".")
+        assert side[side.index("."):side.index("b0")] == ["."] * silent
+    assert system[:4] == ["a0", "a1", "a2", "a3"]
+
+
+def test_closing_a_source_while_it_recovers_stops_the_replacement_too():
+    async def scenario():
+        opening = asyncio.Event()
+        replacement = Device(b"b")
+
+        async def recover(_error):
+            opening.set()
+            await asyncio.sleep(0.2)
+            return replacement
+
+        source = KeptSource(Device(b"a", fail_after=1), recover)
+        await source.start()
+
+        async def read() -> list[bytes]:
+            return [chunk async for chunk in source.chunks()]
+
+        reader = asyncio.create_task(read())
+        await asyncio.wait_for(opening.wait(), 2)
+        await source.close()
+        got = await asyncio.wait_for(reader, 2)
+        return tags(got), replacement.stopped.is_set(), source.inner is replacement
+
+    got, stopped, replaced = asyncio.run(scenario())
+    assert got == ["a0"]
+    assert not replaced and not stopped  # cancelled before it was put in place
