@@ -66,6 +66,9 @@ _DROP_LOG_INTERVAL = 5.0  # seconds between repeated overflow warnings of one so
 # s between tries to open a device that went away: the first soon, so a stand-in opens
 # while little is missed (an unplugged device can stay listed for a moment)
 REOPEN_DELAYS = (0.1, 0.5, 1.0, 2.0, 3.0)
+# a device that opens this soon after a loss carries on the same session, so a phrase
+# said across the loss is read whole; one that opens later starts a new session
+RECOVER_SECONDS = 1.0
 
 
 def reopen_delays() -> Iterator[float]:

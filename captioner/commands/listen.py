@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Callable
 
-from captioner.audio.capture import reopen_delays
+from captioner.audio.capture import RECOVER_SECONDS, reopen_delays
 from captioner.audio.dual import DualCapture
 from captioner.audio.errors import AudioError
 from captioner.audio.handover import KeptSource
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         audio.echo_cancel = args.echo_cancel
     out = TerminalCaptions()
     try:
-        source = open_source(settings.audio)
+        source = KeptSource(open_source(settings.audio))
     except AudioError as exc:
         print(f"captioner: {exc}", file=sys.stderr)
         return 2
@@ -75,11 +75,12 @@ def run(args: argparse.Namespace) -> int:
     return asyncio.run(_listen(settings.audio, source, captioner))
 
 
-async def _listen(audio: AudioSettings, source: AudioSource | DualCapture,
+async def _listen(audio: AudioSettings, source: KeptSource,
                   make: Callable[[AudioSource | DualCapture], Captioner | TwoStreamCaptioner],
                   ) -> int:
-    """Caption until Ctrl+C. A device that goes away is waited for (it is said on
-    stderr), and the captions go on when it opens again."""
+    """Caption until Ctrl+C. A device that goes away is opened again: within
+    RECOVER_SECONDS the same session goes on; else it is waited for (said on stderr),
+    and the captions go on when it opens."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     running: list[Captioner | TwoStreamCaptioner] = []
@@ -92,7 +93,19 @@ async def _listen(audio: AudioSettings, source: AudioSource | DualCapture,
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # Windows
             loop.add_signal_handler(sig, stop)
+    async def recover(error: AudioError) -> object | None:
+        """The device open again within RECOVER_SECONDS: the same session goes on."""
+        lost_at = loop.time()
+        with contextlib.suppress(TimeoutError):
+            reopened = await asyncio.wait_for(_reopen(audio, stopping), RECOVER_SECONDS)
+            if reopened is not None:
+                print(f"captioner: the audio device went away ({error}) and opened again "
+                      f"after {loop.time() - lost_at:.1f} s", file=sys.stderr)
+                return reopened.inner
+        return None
+
     while True:
+        source.recover = recover
         captioner = make(source)
         running[:] = [captioner]
         try:

@@ -8,10 +8,11 @@ to the crash-safe journal; a journal that cannot be written (full disk) becomes 
 notice while the captions keep going.
 
 An audio device that goes away (unplugged, a sound server restarted) is not a
-failure: the words heard before it are shown, the default device stands in for a
-device picked in Settings until that one is back, and with nothing to stand in the
-captions wait and go on by themselves when a device opens, in the same transcript,
-with a line saying how long there was no audio.
+failure. When a device opens within a second (the same one again, or the default
+standing in for a device picked in Settings until that one is back) the same session
+goes on, so a phrase said across the loss is read whole. Else the words heard
+before it are shown, and the captions wait and go on by themselves when a device
+opens, in the same transcript; either way a line says there was no audio.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -27,7 +29,12 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from captioner.audio.capture import missing_devices, reopen_delays, stand_in
+from captioner.audio.capture import (
+    RECOVER_SECONDS,
+    missing_devices,
+    reopen_delays,
+    stand_in,
+)
 from captioner.audio.dual import DualCapture
 from captioner.audio.echo import EchoCanceller
 from captioner.audio.errors import AudioError, DeviceNotFound
@@ -114,6 +121,14 @@ def _audio_seconds(captioner: Captioner | TwoStreamCaptioner) -> float:
 
 def _without_gains(audio: AudioSettings) -> AudioSettings:
     return replace(audio, mic_gain=0.0, system_gain=0.0)
+
+
+def _gap_text(seconds: float, *, standing_in: bool) -> str:
+    """The line that marks a time without audio after a device went away."""
+    if standing_in and seconds < 1.0:
+        return "[the audio device went away: the default device stands in]"
+    shown = f"{seconds:.1f}" if seconds < 1.0 else f"{seconds:.0f}"
+    return f"[no audio for {shown} s: the audio device was gone]"
 
 
 def status_from_session(status: SessionStatus) -> CaptionStatus:
@@ -443,6 +458,7 @@ class CaptionController(QObject):
     async def _caption(self, settings: Settings, source: KeptSource, endpoint: str) -> None:
         """One session on ``source`` until it stops or its audio fails (AudioError)."""
         self._source = source
+        source.recover = functools.partial(self._recover, settings.audio)
         if isinstance(source.inner, DualCapture):
             self._watch_echo(source.inner, settings.audio)
         self._reply_echo = ReplyEcho()  # a new session counts audio time from 0
@@ -495,6 +511,46 @@ class CaptionController(QObject):
                                         f"captions go on when it is back. Why: {reason}"))
             await asyncio.sleep(next(delays))
 
+    async def _recover(self, audio: AudioSettings, error: AudioError) -> Any | None:
+        """A device gone mid-session: a started source for the session to go on with
+        (the picked device open again, or the default standing in), if one opens within
+        RECOVER_SECONDS; None ends the session and :meth:`_open_capture` waits."""
+        if self._stop_asked:
+            return None
+        log.warning("! the audio device went away: %s; trying to go on at once", error)
+        loop = asyncio.get_running_loop()
+        lost_at = loop.time()
+        delays = reopen_delays()
+        source: KeptSource | None = None
+        while source is None:
+            try:
+                source = await self._start_capture(audio)
+            except DeviceNotFound:
+                source = await self._stand_in(audio)
+            except Exception as exc:  # a device still half there, a driver in trouble
+                log.info("= not open yet: %s", exc)
+            if source is not None or self._stop_asked:
+                break
+            delay = next(delays)
+            if loop.time() + delay - lost_at > RECOVER_SECONDS:
+                return None
+            await asyncio.sleep(delay)
+        if source is None:  # stopped meanwhile
+            return None
+        if isinstance(source.inner, DualCapture):
+            self._watch_echo(source.inner, audio)
+        self._device_gap(loop.time() - lost_at)
+        return source.inner
+
+    def _device_gap(self, seconds: float) -> None:
+        """The running session's line where its device went away."""
+        captioner = self._captioner
+        if captioner is None:
+            return
+        session = captioner.session
+        text = _gap_text(seconds, standing_in=self._returning is not None)
+        self._on_update(session.captions.mark_gap(text, session.stats.audio_seconds))
+
     async def _start_capture(self, audio: AudioSettings) -> KeptSource:
         return await KeptSource.open_started(self._source_factory(audio))
 
@@ -542,9 +598,7 @@ class CaptionController(QObject):
     def _no_audio_gap(self, seconds: float) -> None:
         """A line where the device was gone, and the clock moved on by as much."""
         at = self._clock_end
-        text = (f"[no audio for {seconds:.0f} s: the audio device was gone]"
-                if seconds >= 1.0 or self._returning is None
-                else "[the audio device went away: the default device stands in]")
+        text = _gap_text(seconds, standing_in=self._returning is not None)
         line = CaptionLine(text, at, at + seconds, kind=LineKind.GAP)
         self._clock_end = self._clock_offset = at + seconds
         self.lines.append(line)

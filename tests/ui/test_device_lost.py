@@ -64,6 +64,7 @@ def test_a_picked_device_unplugged_has_the_default_stand_in_until_it_is_back(
             await asyncio.to_thread(pulse.play, words_wav(tmp_path / "1.wav", before),
                                     headset.name)
             await asyncio.sleep(0.5)
+            requests = len(factory.made)
             headset.unplug(pid)
             await wait_until(lambda: any("is not there" in n for n in notices), 20,
                              "the default device to stand in")
@@ -72,6 +73,8 @@ def test_a_picked_device_unplugged_has_the_default_stand_in_until_it_is_back(
                              "captions on the default device")
             assert not [m for m in app.tray.messages if m[0] == "Audio device lost"]
             await asyncio.to_thread(pulse.play, words_wav(tmp_path / "2.wav", meanwhile))
+            # the same session went on (a phrase said across the loss is read whole)
+            assert len(factory.made) == requests and app.controller.current.state == "listening"
             headset.plug_in()
             await wait_until(lambda: notices[-1] == "" and app.controller.current.state
                              == "listening" and pulse.recordings_of(pid) == 1, 30,

@@ -5,6 +5,7 @@ import asyncio
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 from PySide6.QtCore import Qt
 
 from captioner.audio.errors import CaptureError, DeviceNotFound
@@ -13,6 +14,8 @@ from captioner.realtime.captions import LineKind
 from captioner.transcript.journal import read_journal
 from captioner.ui.app import CaptionerApp
 from captioner.ui.tray import Tray, state_icon
+from tests.support.speech import write_wav
+from tests.support.transcribers import tone_words_pcm
 from tests.ui.conftest import WORDS, run_async, wait_until
 
 
@@ -303,4 +306,56 @@ def test_a_device_half_gone_at_the_first_try_is_stood_in_for_without_alarm(
     assert asked[:4] == ["Headset", "Headset", "Headset", None], asked
     assert "reconnecting" not in states and "error" not in states
     assert "idle" not in states[:-1]  # "stopped" only at the end of the file
+    assert not [m for m in messages if m[0] == "Audio device lost"]
+
+
+def test_a_device_back_within_a_second_carries_on_the_same_session(
+        qapp, store, realtime_server, tone_factory, tmp_path):
+    """The same device opens again at once (a sound server restarted, a USB hiccup): the
+    session goes on, so a phrase said across the loss is read whole, with a line where
+    audio was missing and no alarm."""
+    first, rest = WORDS[:3], WORDS[3:]
+    opened: list[int] = []
+
+    def wav(name: str, words: list[str]) -> Path:
+        pcm = np.frombuffer(tone_words_pcm(words), "<i2") / 32768
+        return write_wav(tmp_path / name, np.concatenate([pcm, np.zeros(16_000)]), 16_000)
+
+    class GoesAway(FileSource):
+        """The first words, then the device goes away."""
+
+        async def chunks(self):
+            async for chunk in super().chunks():
+                yield chunk
+            raise CaptureError("system capture: the stream from 'Headset' stopped by itself")
+
+    def reopened(audio):
+        opened.append(1)
+        if len(opened) == 1:
+            return GoesAway(wav("1.wav", first), chunk_bytes=2048, realtime=True)
+        return FileSource(wav("2.wav", rest), chunk_bytes=2048, realtime=True)
+
+    async def scenario():
+        store.settings.recognition.endpoint = realtime_server.url
+        app = CaptionerApp(store, source_factory=reopened, tray_available=True)
+        states: list[str] = []
+        app.controller.status.connect(lambda status: states.append(status.state))
+        app.start()
+        await wait_until(lambda: len(opened) == 2, 20, "the device to open again")
+        await wait_until(lambda: not app.controller.running, 30, "the second file's end")
+        await app.shutdown()
+        return states, app.tray.messages, list(app.controller.lines)
+
+    states, messages, lines = run_async(qapp, scenario)
+    assert len(tone_factory.made) == 1  # one session, one request, from start to end
+    said = [line for line in lines if line.kind is LineKind.SPEECH]
+    assert " ".join(line.text for line in said).split() == WORDS
+    (gap,) = [line for line in lines if line.kind is LineKind.GAP]
+    assert gap.text.startswith("[no audio for 0.") and gap.text.endswith("the audio device "
+                                                                          "was gone]")
+    before = " ".join(line.text for line in lines[:lines.index(gap)]).split()
+    assert before[:len(first)] == first  # after the line the loss fell in
+    assert all(b.start >= a.start for a, b in pairwise(lines))
+    assert "reconnecting" not in states and "error" not in states
+    assert "idle" not in states[:-1]
     assert not [m for m in messages if m[0] == "Audio device lost"]
