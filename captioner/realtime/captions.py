@@ -180,12 +180,21 @@ class CaptionModel:
         """The gap notes whose words before them are all finalized now."""
         open_words = bool(self._live.strip() or self.unconfirmed)
         reached = max((line.end for line in finalized), default=None)
-        due = tuple(note for note in self._notes if not open_words
-                    or (reached is not None and reached >= note.start))
-        if due:
-            self._notes = [note for note in self._notes if note not in due]
-            self.lines.extend(due)
-        return due
+        due = [note for note in self._notes if not open_words
+               or (reached is not None and reached >= note.start)]
+        self._notes = [note for note in self._notes if note not in due]
+        return self._placed_notes(due, finalized)
+
+    def _placed_notes(self, notes: list[CaptionLine], before: tuple[CaptionLine, ...]
+                      ) -> tuple[CaptionLine, ...]:
+        """``notes`` into the transcript after the lines ``before``, never timed before
+        them (a line's time is when its first word was shown, which can be after the
+        loss), so the transcript's times keep rising."""
+        latest = max((line.start for line in (*self.lines[-1:], *before)), default=0.0)
+        placed = tuple(replace(note, start=max(note.start, latest), end=max(note.end, latest))
+                       for note in notes)
+        self.lines.extend(placed)
+        return placed
 
     def tick(self, audio_time: float, quiet_seconds: float | None = None) -> CaptionUpdate:
         """Audio advanced with no new text: a long enough pause ends the live line.
@@ -212,9 +221,8 @@ class CaptionModel:
         which nothing confirmed, goes."""
         self._set_pending("", [])
         finalized = (self._finalize(len(self._live)),) if self._live.strip() else ()
-        notes, self._notes = tuple(self._notes), []
-        self.lines.extend(notes)
-        return CaptionUpdate((*finalized, *notes), None)
+        notes, self._notes = self._notes, []
+        return CaptionUpdate((*finalized, *self._placed_notes(notes, finalized)), None)
 
     def new_request(self) -> None:
         """Text of the next request continues the line; make sure words don't glue.

@@ -245,8 +245,26 @@ def test_a_gap_note_follows_the_words_said_before_it():
         ("And so my fellow Americans", LineKind.SPEECH), ("[no audio for 0.3 s]", LineKind.GAP)]
     assert [line.text for line in m.lines] == ["And so my fellow Americans",
                                                "[no audio for 0.3 s]"]
+    assert update.finalized[1].start == 1.5  # where the audio went missing
     update = m.mark_gap("[no audio for 0.2 s]", 5.0)  # nothing open: at once
     assert [line.text for line in update.finalized] == ["[no audio for 0.2 s]"]
+
+
+def test_a_gap_note_is_never_timed_before_the_line_it_follows():
+    """A line's time is when its first word was shown, which can come after the loss:
+    the note takes that time, so the transcript's times keep rising."""
+    m = CaptionModel()
+    m.set_unconfirmed("feeds by", 47.5)
+    m.mark_gap("[gap]", 47.0)
+    m.add_text("Feeds by light's flame.", 49.0)
+    update = m.tick(52.0)
+    assert [(line.text, line.start) for line in update.finalized] == [
+        ("Feeds by light's flame.", 47.5), ("[gap]", 47.5)]
+    m.add_text("Later words", 53.0)
+    m.mark_gap("[gap 2]", 52.5)  # before the live line's first word was shown
+    flushed = m.flush().finalized
+    assert [(line.text, line.start) for line in flushed] == [
+        ("Later words", 53.0), ("[gap 2]", 53.0)]
 
 
 def test_a_gap_note_still_open_at_the_end_comes_with_the_flush():
