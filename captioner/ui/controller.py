@@ -125,10 +125,11 @@ def _without_gains(audio: AudioSettings) -> AudioSettings:
 
 def _gap_text(seconds: float, *, standing_in: bool) -> str:
     """The line that marks a time without audio after a device went away."""
-    if standing_in and seconds < 1.0:
+    if seconds >= 1.0:
+        return f"[no audio for {seconds:.0f} s: the audio device was gone]"
+    if standing_in:
         return "[the audio device went away: the default device stands in]"
-    shown = f"{seconds:.1f}" if seconds < 1.0 else f"{seconds:.0f}"
-    return f"[no audio for {shown} s: the audio device was gone]"
+    return "[the audio device was gone for a moment]"
 
 
 def status_from_session(status: SessionStatus) -> CaptionStatus:

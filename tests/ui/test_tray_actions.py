@@ -351,8 +351,7 @@ def test_a_device_back_within_a_second_carries_on_the_same_session(
     said = [line for line in lines if line.kind is LineKind.SPEECH]
     assert " ".join(line.text for line in said).split() == WORDS
     (gap,) = [line for line in lines if line.kind is LineKind.GAP]
-    assert gap.text.startswith("[no audio for 0.") and gap.text.endswith("the audio device "
-                                                                          "was gone]")
+    assert gap.text == "[the audio device was gone for a moment]"
     before = " ".join(line.text for line in lines[:lines.index(gap)]).split()
     assert before[:len(first)] == first  # after the line the loss fell in
     assert all(b.start >= a.start for a, b in pairwise(lines))
