@@ -182,25 +182,28 @@ class KeptSource:
 
     async def _stream(self, name: str) -> AsyncIterator[bytes]:
         """The source's ``name`` stream; over a device loss that ``recover`` mends, the
-        replacement's, with silence for the time without audio (so the session's clock
+        replacement's, after silence for the time without audio (so the session's clock
         and a call's two sides stay with real time)."""
+        lost_at: float | None = None  # when the audio went; None: it runs
         while True:
             inner = self.inner
             try:
                 async for chunk in getattr(inner, name)():
+                    if lost_at is not None:
+                        for silence in _silence(lost_at, chunk):
+                            yield silence
+                        lost_at = None
                     yield chunk
             except AudioError as exc:
                 if self.recover is None:
                     raise
-                gap = await self._replaced(inner, exc)
+                went = await self._replaced(inner, exc)
             else:
                 recovery = self._recovery
                 if recovery is None or recovery[0] is not inner:
                     return  # stopped
-                gap = await recovery[1]  # the other side of a call lost its device
-            silence = bytes(2 * round(gap * TARGET_RATE))
-            for start in range(0, len(silence), DEFAULT_CHUNK_BYTES):
-                yield silence[start : start + DEFAULT_CHUNK_BYTES]
+                went = await recovery[1]  # the other side of a call lost its device
+            lost_at = went if lost_at is None else lost_at
 
     def _replaced(self, inner: Any, error: AudioError) -> asyncio.Task[float]:
         """The one recovery from ``inner``'s loss, which every stream of it waits for."""
@@ -212,8 +215,9 @@ class KeptSource:
         return recovery[1]
 
     async def _recover_from(self, inner: Any, error: AudioError) -> float:
-        """Stop the lost source, put what ``recover`` opens in its place; the seconds
-        without audio. Raises ``error`` when nothing opens (the run ends, as before)."""
+        """Stop the lost source, put what ``recover`` opens in its place; when the audio
+        went (``time.monotonic``). Raises ``error`` when nothing opens (the run ends, as
+        before)."""
         lost_at = time.monotonic()
         with contextlib.suppress(Exception):
             await inner.stop()
@@ -222,9 +226,20 @@ class KeptSource:
         if replacement is None:
             raise error
         self.inner = replacement
-        gap = time.monotonic() - lost_at
-        log.info("= the capture goes on on another source after %.2f s without audio", gap)
-        return gap
+        log.info("= the capture goes on on another source, open after %.2f s",
+                 time.monotonic() - lost_at)
+        return lost_at
+
+
+def _silence(lost_at: float, first: bytes) -> list[bytes]:
+    """Chunks of silence for the time from ``lost_at`` to the audio in ``first`` (the
+    replacement's first chunk, just read). Measured to it, not to the open: a Pulse
+    monitor can deliver nothing for two seconds after its stream opened."""
+    gap = max(0.0, time.monotonic() - lost_at - len(first) / (2 * TARGET_RATE))
+    log.info("= %.2f s without audio from the device", gap)
+    silence = bytes(2 * round(gap * TARGET_RATE))
+    return [silence[i : i + DEFAULT_CHUNK_BYTES] for i in range(0, len(silence),
+                                                                 DEFAULT_CHUNK_BYTES)]
 
 
 def unwrapped(source: Any) -> Any:
