@@ -93,6 +93,7 @@ async def _listen(audio: AudioSettings, source: KeptSource,
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):  # Windows
             loop.add_signal_handler(sig, stop)
+
     async def recover(error: AudioError) -> object | None:
         """The device open again within RECOVER_SECONDS: the same session goes on."""
         lost_at = loop.time()

@@ -522,22 +522,20 @@ class CaptionController(QObject):
         loop = asyncio.get_running_loop()
         lost_at = loop.time()
         delays = reopen_delays()
-        source: KeptSource | None = None
-        while source is None:
+        while True:
+            source: KeptSource | None = None
             try:
                 source = await self._start_capture(audio)
             except DeviceNotFound:
                 source = await self._stand_in(audio)
             except Exception as exc:  # a device still half there, a driver in trouble
                 log.info("= not open yet: %s", exc)
-            if source is not None or self._stop_asked:
+            if source is not None:
                 break
             delay = next(delays)
-            if loop.time() + delay - lost_at > RECOVER_SECONDS:
+            if self._stop_asked or loop.time() + delay - lost_at > RECOVER_SECONDS:
                 return None
             await asyncio.sleep(delay)
-        if source is None:  # stopped meanwhile
-            return None
         if isinstance(source.inner, DualCapture):
             self._watch_echo(source.inner, audio)
         self._device_gap(loop.time() - lost_at)
