@@ -246,9 +246,9 @@ class CaptionModel:
     def mark_gap(self, text: str, audio_time: float) -> CaptionUpdate:
         """A note that audio was missing at ``audio_time`` while the session went on. It
         follows the words said before it: words still live or unconfirmed then are
-        finalized first (the line they end in may go on past the gap)."""
-        self._notes.append(CaptionLine(text, audio_time, audio_time, kind=LineKind.GAP,
-                                       speaker=self.speaker))
+        finalized first (the line they end in may go on past the gap). No speaker's:
+        in a call the capture of both sides went on after it."""
+        self._notes.append(CaptionLine(text, audio_time, audio_time, kind=LineKind.GAP))
         return self._update()
 
     @property

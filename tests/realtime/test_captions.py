@@ -268,9 +268,11 @@ def test_a_gap_note_is_never_timed_before_the_line_it_follows():
 
 
 def test_a_gap_note_still_open_at_the_end_comes_with_the_flush():
-    m = CaptionModel()
+    m = CaptionModel(speaker="You")
     m.add_text("ask not", 1.0)
     m.mark_gap("[gap]", 1.2)
     m.add_text(" what your", 1.8)
-    assert [line.text for line in m.flush().finalized] == ["ask not what your", "[gap]"]
+    flushed = m.flush().finalized
+    assert [(line.text, line.speaker) for line in flushed] == [
+        ("ask not what your", "You"), ("[gap]", None)]  # the note is the capture's
     assert m.flush().finalized == ()
