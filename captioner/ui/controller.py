@@ -492,12 +492,7 @@ class CaptionController(QObject):
         alarmed = False
         while True:
             try:
-                return await self._start_capture(audio)
-            except DeviceNotFound as exc:
-                reason = str(exc)
-                standing_in = await self._stand_in(audio)
-                if standing_in is not None:
-                    return standing_in
+                return await self._open_or_stand_in(audio)
             except AudioError as exc:
                 reason = str(exc)
             except Exception as exc:  # PortAudio reports many things as plain errors
@@ -523,15 +518,11 @@ class CaptionController(QObject):
         lost_at = loop.time()
         delays = reopen_delays()
         while True:
-            source: KeptSource | None = None
             try:
-                source = await self._start_capture(audio)
-            except DeviceNotFound:
-                source = await self._stand_in(audio)
+                source = await self._open_or_stand_in(audio)
+                break
             except Exception as exc:  # a device still half there, a driver in trouble
                 log.info("= not open yet: %s", exc)
-            if source is not None:
-                break
             delay = next(delays)
             if self._stop_asked or loop.time() + delay - lost_at > RECOVER_SECONDS:
                 return None
@@ -549,6 +540,17 @@ class CaptionController(QObject):
         session = captioner.session
         text = _gap_text(seconds, standing_in=self._returning is not None)
         self._on_update(session.captions.mark_gap(text, session.stats.audio_seconds))
+
+    async def _open_or_stand_in(self, audio: AudioSettings) -> KeptSource:
+        """The capture ``audio`` asks for, started; a picked device that is not there has
+        the default stand in. Raises what opening raised when neither opens."""
+        try:
+            return await self._start_capture(audio)
+        except DeviceNotFound:
+            standing_in = await self._stand_in(audio)
+            if standing_in is None:
+                raise
+            return standing_in
 
     async def _start_capture(self, audio: AudioSettings) -> KeptSource:
         return await KeptSource.open_started(self._source_factory(audio))
