@@ -14,7 +14,9 @@ device that goes away and a stand-in that opens that much later. Three ways:
   when a device opens within ``RECOVER_SECONDS``).
 
 Word errors against each clip's reference, summed over the places, beside the same
-count with nothing lost (the baseline, from the same engine in the same process).
+count with nothing lost (the baseline, streaming) and the same model offline on the
+whole clip (``WhisperEngine.transcribe``, greedy, as ``bench_engine.py``), all in one
+process.
 The difference from the baseline is what a loss costs; some of it is the words
 really said in the missing time, which no way can get back.
 """
@@ -48,7 +50,7 @@ def main() -> int:
     parser.add_argument("--clips", default="sonnet,jfk")
     args = parser.parse_args()
     engine = WhisperEngine(threads=2, model="tiny.en")
-    totals = dict.fromkeys(("baseline", "new session", "spliced", "silence"), 0)
+    totals = dict.fromkeys(("offline", "baseline", "new session", "spliced", "silence"), 0)
     places = 0
     print(f"{'clip':<8}{'at s':>6} | {'baseline':>8} {'new session':>12} {'spliced':>8} "
           f"{'silence':>8}   (word errors)")
@@ -57,6 +59,9 @@ def main() -> int:
         pcm = speech.pcm16()
         seconds = len(pcm) / BYTES_PER_SECOND
         baseline = word_errors(speech.reference, transcribe(engine, pcm)).errors
+        offline = word_errors(speech.reference,
+                              engine.transcribe(speech.samples(), beam_size=1)).errors
+        print(f"{name}: offline {offline}, streaming with nothing lost {baseline}")
         step = 2.7 if seconds > 20 else 0.9  # about 18 places on the sonnet, 10 on Kennedy
         for cut in np.arange(1.3, seconds - 1.5, step):
             before, after = pcm[: at(cut)], pcm[at(cut) + at(args.gap) :]
@@ -67,6 +72,7 @@ def main() -> int:
             }
             errors = {way: word_errors(speech.reference, text).errors
                       for way, text in texts.items()}
+            totals["offline"] += offline
             totals["baseline"] += baseline
             for way, count in errors.items():
                 totals[way] += count
@@ -75,7 +81,7 @@ def main() -> int:
                   f"{errors['spliced']:>8} {errors['silence']:>8}", flush=True)
     print(f"\n{places} places, {args.gap:.2f} s lost at each; word errors summed:")
     for way, count in totals.items():
-        extra = "" if way == "baseline" else (
+        extra = "" if way in ("offline", "baseline") else (
             f"  ({(count - totals['baseline']) / places:+.2f} per loss)")
         print(f"  {way:<12}{count:>6}{extra}")
     return 0
