@@ -44,7 +44,6 @@ from captioner.cloud.preflight import Preflight, require
 from captioner.cloud.state import remember_region
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.cloud.tasks import Tasks
-from captioner.cloud.watch import watch
 from captioner.settings import EndpointDeploySettings
 
 log = logging.getLogger(__name__)
@@ -311,33 +310,37 @@ class LifecycleRunner:
         task.add_done_callback(done)
 
     async def _follow_endpoint(self, kind: Kind, name: str) -> None:
-        """Creating → InService/Failed/gone, then a slow check that it still serves."""
-        try:
-            control = await self.control()
-            if self.status(kind).phase is not Phase.READY:
-                async for snap in watch(
-                    control, name, interval=self.poll_interval, executor=self._work.executor,
-                    until=lambda s: s.stage.terminal or s.stage in (Stage.DELETING,
-                                                                     Stage.UPDATING),
-                ):
-                    self._show_snapshot(kind, snap)
+        """Creating → InService/Failed/gone, then a slow check that it still serves.
+
+        A look that fails (network, throttling, expired credentials) is shown and the
+        next comes on time, whatever the phase: the endpoint may be billing, and only
+        this task carries it to READY, where the idle stop and the backstop's renewal
+        act on it. Only Failed or gone ends the watch."""
+        serving = self.status(kind).phase is Phase.READY
+        control: EndpointControl | None = None
+        while True:
+            if serving:
+                await asyncio.sleep(self.monitor_interval)
+            try:
+                control = control or await self.control()
+                snap = await self._run(None, control.snapshot, name)
+            except AWS_FAILURES as exc:  # a blip: say so, look again
+                self._update(kind, failure=translate(exc, "status"))
+                if not serving:
+                    await asyncio.sleep(self.poll_interval)
+                continue
+            if serving and snap.stage in SERVING:
+                self._update(kind, snapshot=snap, failure=None)
+            elif serving or snap.stage.terminal or snap.stage in (Stage.DELETING,
+                                                                  Stage.UPDATING):
                 if not await self._settle(kind, control, snap):
                     return
-            while True:
-                await asyncio.sleep(self.monitor_interval)
-                try:
-                    snap = await self._run(None, control.snapshot, name)
-                except AWS_FAILURES as exc:  # a blip (network, …): keep serving, say so
-                    self._update(kind, failure=translate(exc, "status"))
-                    continue
-                if snap.stage in SERVING:
-                    self._update(kind, snapshot=snap, failure=None)
-                elif not await self._settle(kind, control, snap):
-                    return
-        except AWS_FAILURES as exc:
-            # The endpoint may still be billing: keep its name so Stop stays available.
-            if self._life[kind].allowed(Event.FAIL):
-                self._move(kind, Event.FAIL, failure=translate(exc, "status"))
+                serving = True
+            else:  # still Creating
+                self._show_snapshot(kind, snap)
+                if self.status(kind).name == name:
+                    self._update(kind, failure=None)
+                await asyncio.sleep(self.poll_interval)
 
     async def _settle(self, kind: Kind, control: EndpointControl, snap: EndpointSnapshot
                       ) -> bool:

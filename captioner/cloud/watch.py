@@ -1,17 +1,14 @@
-"""Watching an endpoint's status: blocking waits (CLI, stop) and an async iterator (UI).
+"""Waiting on an endpoint's status (CLI, stop); the app's own watch is in runner.py.
 
 Both poll ``EndpointControl.snapshot`` (describe_endpoint) at an interval: SageMaker
 has no push notifications, and botocore's waiters neither report progress nor let a
-UI cancel them. The async form runs each blocking poll in an executor so the UI loop
-never waits on the network; cancelling the consuming task stops the polling.
+UI cancel them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
-from concurrent.futures import Executor
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from captioner.cloud.errors import DeployFailedError, EndpointGoneError, WaitTimeoutError
@@ -76,25 +73,3 @@ def check_in_service(snap: EndpointSnapshot) -> EndpointSnapshot:
     if snap.stage is Stage.FAILED:
         raise DeployFailedError(snap.name, snap.failure_reason or "no reason given by AWS")
     raise EndpointGoneError(snap.name)
-
-
-async def watch(
-    control: EndpointControl,
-    name: str,
-    *,
-    interval: float = 15.0,
-    until: Until | None = None,
-    executor: Executor | None = None,
-) -> AsyncIterator[EndpointSnapshot]:
-    """Yield a snapshot every ``interval`` seconds until ``until`` holds or the endpoint is gone.
-
-    Typical UI use: ``async for snap in watch(control, name): panel.show(snap)`` in a
-    task kept by the caller; errors (expired credentials, …) propagate to that task.
-    """
-    loop = asyncio.get_running_loop()
-    while True:
-        snap = await loop.run_in_executor(executor, control.snapshot, name)
-        yield snap
-        if snap.stage is Stage.GONE or (until is not None and until(snap)):
-            return
-        await asyncio.sleep(interval)

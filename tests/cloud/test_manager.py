@@ -496,6 +496,35 @@ def test_monitor_blip_keeps_serving(stubbed_aws: StubbedAws) -> None:
     assert seen.endpoints == [f"sagemaker://{STT_NAME}?region=us-east-1"]
 
 
+def test_a_blip_while_creating_keeps_following_it_to_serving(stubbed_aws: StubbedAws
+                                                             ) -> None:
+    """One failed look while the endpoint is Creating must not end the watch: it goes on
+    billing, and only the watch brings it to READY, where captions switch to it and the
+    idle stop can act."""
+    expect_deploy(stubbed_aws, STT_NAME, "stt", STT_CONTAINER, STT_SINGLE)
+    describe(stubbed_aws, "Creating")
+    stubbed_aws.sm.add_response("describe_endpoint_config",
+                                config_description(STT_NAME, STT_SINGLE))
+    stubbed_aws.sm.add_client_error("describe_endpoint", "ExpiredTokenException", "expired")
+    describe(stubbed_aws, "Creating")
+    describe(stubbed_aws, "InService")
+    manager = stub_manager(stubbed_aws)
+    seen = Recorder(manager)
+
+    async def scenario() -> KindStatus:
+        status = await manager.start("stt")
+        await manager.close()
+        return status
+
+    status = run(scenario)
+    assert status.phase is Phase.READY and status.error is None
+    assert seen.phases("stt")[-3:] == [Phase.DEPLOYING, Phase.STARTING, Phase.READY]
+    shown = [s.error for s in seen.statuses if s.phase is Phase.STARTING]
+    assert any(e and "credentials have expired" in e for e in shown)
+    assert shown[-1] is None  # the next good look cleared it
+    assert seen.endpoints == [f"sagemaker://{STT_NAME}?region=us-east-1"]
+
+
 def test_stop_during_deploy_waits_for_the_create_call(moto_factory) -> None:
     manager = moto_manager(moto_factory())
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +9,7 @@ import pytest
 
 from captioner.cloud.errors import DeployFailedError, WaitTimeoutError
 from captioner.cloud.status import EndpointSnapshot, Stage
-from captioner.cloud.watch import wait_for, wait_in_service, watch
+from captioner.cloud.watch import wait_for, wait_in_service
 from tests.cloud.test_endpoints_stubbed import (
     ACCOUNT_ARN,
     STT_POOL,
@@ -103,28 +101,3 @@ def test_updating_is_a_running_stage(stubbed_aws: StubbedAws) -> None:
     assert snap.stage is Stage.UPDATING and snap.stage.billing
     assert snap.cost_so_far == pytest.approx(1.6)
     assert snap.observed_at - snap.created_at == timedelta(hours=1)
-
-
-def test_async_watch_polls_off_the_loop_until_in_service(stubbed_aws: StubbedAws) -> None:
-    describe(stubbed_aws, "Creating")
-    stubbed_aws.sm.add_response("describe_endpoint_config", config_description(NAME, STT_POOL))
-    describe(stubbed_aws, "InService", running="ml.g6.4xlarge")
-
-    call_threads: list[int] = []
-    stubbed_aws.control.sagemaker.meta.events.register_first(
-        "before-parameter-build.sagemaker.DescribeEndpoint",
-        lambda **_: call_threads.append(threading.get_ident()),
-    )
-
-    async def collect() -> list[EndpointSnapshot]:
-        snaps = []
-        async for snap in watch(stubbed_aws.control, NAME, interval=0,
-                                until=lambda s: s.stage.terminal):
-            snaps.append(snap)
-        return snaps
-
-    snaps = asyncio.run(asyncio.wait_for(collect(), timeout=10))
-    assert [s.stage for s in snaps] == [Stage.CREATING, Stage.IN_SERVICE]
-    assert len(call_threads) == 2
-    assert threading.get_ident() not in call_threads  # the loop's thread never blocked on AWS
-    assert snaps[-1].instance_type == "ml.g6.4xlarge"
