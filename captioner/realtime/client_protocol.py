@@ -131,6 +131,13 @@ class Refused:
 
 
 @dataclass(frozen=True, slots=True)
+class RequestEnded:
+    """The server ended the running request without a final commit (vLLM's generation
+    loop sends ``transcription.done`` whenever it stops, e.g. at its token limit). Audio
+    sent since no longer goes to any request: the driver should start it again."""
+
+
+@dataclass(frozen=True, slots=True)
 class StreamEnded:
     """The peer closed the stream; ``idle`` if no request was running."""
 
@@ -139,7 +146,7 @@ class StreamEnded:
 
 ReceivedEvent = (SessionCreated | TranscriptionDelta | TranscriptionLive | TranscriptionDone
                  | ServerError | BadFrame | RejectedText | RequestFailed | Refused
-                 | StreamEnded)
+                 | RequestEnded | StreamEnded)
 
 
 def text_budget(audio_seconds: float) -> int:
@@ -254,6 +261,7 @@ class ClientConnection(TableConnection[State, ReceivedEvent]):
         elif isinstance(event, TranscriptionLive):
             self._live(event)
         elif isinstance(event, TranscriptionDone):
+            asked = self.state is State.FINISHING
             if not self._move("recv done"):
                 self._bad(f"transcription.done with no request ({self.state.value})",
                           "unexpected_event")
@@ -261,6 +269,9 @@ class ClientConnection(TableConnection[State, ReceivedEvent]):
             if self._withholding:
                 event = TranscriptionDone(text="", usage=event.usage)
             self._events.append(event)
+            if not asked:
+                self.log.warning("! the server ended the request without a final commit")
+                self._events.append(RequestEnded())
         elif isinstance(event, ServerError):
             self._error(event)
         else:

@@ -21,6 +21,7 @@ from captioner.realtime.client_protocol import (
     ClientConnection,
     Refused,
     RejectedText,
+    RequestEnded,
     RequestFailed,
     State,
     StreamEnded,
@@ -98,6 +99,15 @@ def test_audio_after_final_commit_is_our_bug():
     assert feed(conn, TranscriptionDone("hi")) == [TranscriptionDone("hi")]
     conn.send_audio(SECOND)  # idle again: queued for the next request
     assert conn.state is State.IDLE
+
+
+def test_a_done_nobody_asked_for_ends_the_request_and_says_so():
+    conn = generating()
+    assert feed(conn, TranscriptionDone("hi")) == [TranscriptionDone("hi"), RequestEnded()]
+    assert conn.state is State.IDLE  # audio sent now waits for a request that never runs
+    conn.send_commit()
+    conn.send_commit(final=True)
+    assert feed(conn, TranscriptionDone("")) == [TranscriptionDone("")]  # asked for
 
 
 def test_misuse_and_peer_faults_are_separate_trees():
