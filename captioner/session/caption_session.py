@@ -30,6 +30,7 @@ from captioner.realtime.client_protocol import (
     ReceivedEvent,
     Refused,
     RejectedText,
+    RequestEnded,
     RequestFailed,
     StreamEnded,
 )
@@ -167,6 +168,7 @@ class CaptionSession:
         self._switched = asyncio.Event()  # a switch ends a wait to reconnect
         # per request
         self._sent = 0  # byte offset of the next audio to send
+        self._heard = False  # a frame came on the current connection
         self._fresh_from = 0  # audio before this was sent once already (a replay)
         self._request_start = 0.0  # seconds
         self._seam: Seam | None = None
@@ -288,12 +290,14 @@ class CaptionSession:
             if self._switched.is_set():  # switched while this connection was being made
                 await transport.close()
                 continue
-            ever_connected, attempt = True, 0
+            ever_connected, self._heard = True, False
             try:
                 plan = self._resume_plan() if resume else None  # the outage is over now
                 outcome = await self._serve(transport, plan)
             finally:
                 await transport.close()
+            if self._heard:
+                attempt = 0
             if isinstance(outcome, Finished):
                 self._set_status(SessionState.STOPPED)
                 return
@@ -309,6 +313,9 @@ class CaptionSession:
             self.stats.reconnects += 1
             self._note_restart(outcome)
             self._set_status(SessionState.RECONNECTING, outcome.reason)
+            if not self._heard:  # accepted, then closed without a word: no tight loop
+                attempt += 1
+                await self._backoff(attempt, outcome.reason, ever_connected)
 
     def _unsent_gap(self) -> None:
         """Stopped with audio no endpoint ever heard: show the hole, if it held sound
@@ -358,7 +365,11 @@ class CaptionSession:
         self._outcome = asyncio.get_running_loop().create_future()
         conn.send_session_update(self.options.model)
         self._begin_request(conn, plan)
-        await self._flush(transport, conn)
+        try:
+            await self._flush(transport, conn)
+        except TransportError as exc:  # accepted, then closed before the first frame went
+            self._fault(exc)
+            return await self._outcome
         receiver = asyncio.create_task(self._receive(transport, conn))
         sender = asyncio.create_task(self._send(transport, conn))
         try:
@@ -477,6 +488,8 @@ class CaptionSession:
         final commit brings back every word before the cut, so the next request starts
         right there; without one it replays from the last pause, like a restart."""
         cut = seconds(self._sent)
+        if not conn.generating:  # the server ended the request itself: a restart follows
+            return False
         conn.send_commit(final=True)  # its transcription.done also settles the seam
         await self._flush(transport, conn)
         try:
@@ -520,6 +533,7 @@ class CaptionSession:
             if frame is None:
                 conn.receive_eof()
             else:
+                self._heard = True  # the server spoke on this connection
                 conn.receive_text(frame)
             for event in conn.events_received():
                 self._on_event(event, conn)
@@ -562,6 +576,8 @@ class CaptionSession:
             if event.code in FATAL_SERVER_CODES:
                 self._conclude(Failed(SessionFailed(f"the server refused the session: "
                                                     f"{event.error}")))
+        elif isinstance(event, RequestEnded):
+            self._conclude(Restart("the server ended the request by itself"))
         elif isinstance(event, StreamEnded):
             self._conclude(Restart("the server closed the stream"))
 

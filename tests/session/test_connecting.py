@@ -46,6 +46,36 @@ def test_endpoint_still_starting_is_waited_for_with_the_reason_shown(strict_serv
     assert_same_words(session, jfk, server)  # nothing captured while waiting was lost
 
 
+def test_a_server_that_accepts_then_closes_is_retried_with_backoff(strict_server, jfk_script):
+    """Accepted, then closed before a frame went (a restarting or overloaded server): the
+    session reconnects, backing off, and loses nothing said meanwhile."""
+    jfk = jfk_script
+    server = strict_server(jfk)
+    statuses = []
+    with RefusingFront(server.url, [], closes=3) as front:
+        session = CaptionSession(websocket_connector(front.url), options(),
+                                 on_status=statuses.append)
+        asyncio.run(asyncio.wait_for(session.run(paced(jfk.pcm)), 120))
+    assert front.handshakes == 4  # three closed, then served: no storm of reconnects
+    waits = [s for s in statuses if s.retry_in is not None]
+    assert len(waits) == 3 and "1013: try again later" in str(waits[0])
+    assert_same_words(session, jfk, server)
+
+
+def test_a_request_the_server_ends_by_itself_is_started_again(strict_server, jfk_script):
+    """A ``transcription.done`` nobody asked for (vLLM sends one whenever its generation
+    stops): audio sent after it would go to no request, so the request starts again
+    from a resume point, and every word comes once."""
+    jfk = jfk_script
+    server = strict_server(jfk)
+    with RefusingFront(server.url, [], end_request_after=4.0) as front:
+        session = CaptionSession(websocket_connector(front.url), options())
+        asyncio.run(asyncio.wait_for(session.run(paced(jfk.pcm)), 120))
+    assert front.ended_requests == 1
+    assert session.stats.reconnects == 1 and session.stats.stalls == 0  # at once, not 4 s on
+    assert_same_words(session, jfk, server)
+
+
 def test_waiting_is_bounded():
     clock = [0.0]
 
