@@ -300,7 +300,10 @@ class CaptionerApp(QObject):
         self.store.touched("appearance")
 
     async def confirm_quit(self) -> bool:
-        """Ask before quitting while a managed endpoint bills; False = stay."""
+        """Ask before quitting while a managed endpoint bills; False = stay.
+
+        Asked again while a stop fails: quitting would cancel its retry and leave it billing.
+        """
         prompt = self.endpoints.quit_decision()
         if prompt is None:
             return True
@@ -308,12 +311,22 @@ class CaptionerApp(QObject):
         answer = await ask(self.overlay, "Captioner endpoints are running", prompt.message,
                            [("stop", "&Stop them and quit"), ("keep", "&Keep running and quit"),
                             ("cancel", "Cancel")], default="cancel")
-        if answer == "cancel":
-            return False
-        if answer == "stop":
+        while answer in ("stop", "retry"):
             self.overlay.set_notice("Stopping endpoints… (deleting endpoint, config and model)")
             await self.endpoints.stop_all()
-        return True
+            left = self.endpoints.quit_decision()
+            if left is None:
+                return True
+            names = ", ".join(s.name for s in left.endpoints)
+            running = f"Still running, and may still be billing: {names}."
+            self.overlay.set_notice(f"The stop failed. {running}")
+            answer = await ask(
+                self.overlay, "Endpoints could not be stopped",
+                f"The stop failed. {running}\n\nTry again, quit anyway (then stop them in "
+                "Settings → Endpoints or the AWS console), or cancel to stay.",
+                [("retry", "&Try again"), ("quit", "&Quit anyway"), ("cancel", "Cancel")],
+                default="cancel")
+        return answer != "cancel"
 
     def _on_global_key(self, name: str) -> None:
         if name == "reply":

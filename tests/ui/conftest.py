@@ -73,6 +73,13 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 10.0,
         await asyncio.sleep(0.02)
 
 
+@pytest.fixture
+def tray_app_settings(qapp, request):
+    previous = qapp.quitOnLastWindowClosed()
+    qapp.setQuitOnLastWindowClosed(False)  # a tray app: closing a dialog must not quit
+    request.addfinalizer(lambda: qapp.setQuitOnLastWindowClosed(previous))
+
+
 @pytest.fixture(autouse=True)
 def _quiet_qt(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)

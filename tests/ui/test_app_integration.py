@@ -4,6 +4,7 @@ the reply box and Endpoints page reachable, the quit prompt while endpoints bill
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
@@ -11,11 +12,13 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 from captioner.audio.files import FileSource
 from captioner.audio.playback import WavSink
 from captioner.cloud.cost_guard import quit_prompt
+from captioner.cloud.errors import NetworkError
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.realtime.captions import LineKind
 from captioner.transcript.journal import read_journal
 from captioner.ui.app import CaptionerApp
 from captioner.ui.endpoints_page import EndpointsPage
+from tests.cloud.test_manager import moto_factory, moto_manager  # noqa: F401 - fixture
 from tests.support.transcribers import RecordingFactory, ThreadedServer
 from tests.ui.conftest import run_async, wait_until
 
@@ -133,7 +136,7 @@ def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits,
         snap = EndpointSnapshot(name="captioner-stt-20261129-170000", stage=Stage.IN_SERVICE,
                                 status="InService", observed_at=datetime.now(UTC), kind="stt",
                                 instance_type="ml.g6.4xlarge", hourly_price=1.86)
-        app.endpoints.quit_decision = lambda: quit_prompt([snap])
+        app.endpoints.quit_decision = lambda: None if stopped else quit_prompt([snap])
 
         async def stop_all():
             stopped.append(True)
@@ -154,6 +157,42 @@ def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits,
     assert bool(stopped) is stops
 
 
+@pytest.mark.parametrize(("last", "quits", "gone"),
+                         [("Try again", True, True), ("Quit anyway", True, False),
+                          ("Cancel", False, False)])
+def test_quit_asks_again_while_the_stop_fails(qapp, store, moto_factory,  # noqa: F811
+                                              tray_app_settings, last, quits, gone):
+    """A failed stop leaves the endpoint billing: quitting would cancel the retry."""
+    manager = moto_manager(moto_factory())
+
+    async def scenario():
+        name = (await manager.start("tts")).name
+        control = await manager.control()
+
+        def unreachable(_name: str, **_kw: Any) -> None:
+            raise NetworkError("Could not reach AWS (describe_endpoint): timed out")
+
+        control.stop = unreachable
+        app = CaptionerApp(store, tray_available=False, endpoints=manager)
+        answer = app.spawn(app.confirm_quit())
+        _click(await _question(None), "Stop them and quit")
+        box = await _question(None)
+        assert name in box.text() and "may still be billing" in box.text()
+        _click(box, "Try again")  # AWS is still out of reach: asked again
+        box = await _question(box)
+        if last == "Try again":
+            del control.stop  # reachable again
+        _click(box, last)
+        result = await answer
+        names = [e["EndpointName"] for e in control.sagemaker.list_endpoints()["Endpoints"]]
+        await app.shutdown()
+        return result, names
+
+    result, names = run_async(qapp, scenario)
+    assert result is quits
+    assert (names == []) is gone
+
+
 def test_no_prompt_when_nothing_bills(qapp, store, tone_wav):
     async def scenario():
         app = make_app(store, tone_wav)
@@ -162,6 +201,19 @@ def test_no_prompt_when_nothing_bills(qapp, store, tone_wav):
         return result
 
     assert run_async(qapp, scenario) is True
+
+
+async def _question(previous: QMessageBox | None) -> QMessageBox:
+    """The next question box shown (not ``previous``, answered already)."""
+    await wait_until(lambda: _box() not in (None, previous), 10, "the question")
+    box = _box()
+    assert box is not None
+    return box
+
+
+def _click(box: QMessageBox, label: str) -> None:
+    [button] = [b for b in box.buttons() if b.text().replace("&", "") == label]
+    button.click()
 
 
 def _box() -> QMessageBox | None:

@@ -28,13 +28,6 @@ def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return moto_url
 
 
-@pytest.fixture
-def tray_app_settings(qapp, request):
-    previous = qapp.quitOnLastWindowClosed()
-    qapp.setQuitOnLastWindowClosed(False)  # a tray app: closing a dialog must not quit
-    request.addfinalizer(lambda: qapp.setQuitOnLastWindowClosed(previous))
-
-
 def make_app(store, tone_wav, clients: TestClients) -> CaptionerApp:
     service = AccountSetupService(clients)
     return CaptionerApp(store, tray_available=False, endpoints=make_manager(store, service),
