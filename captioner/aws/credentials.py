@@ -254,7 +254,7 @@ class KeyringCredentials:
             raise CredentialsError(f"The OS keyring refused to delete the AWS keys: {exc}") from exc
 
     def get_credentials(self) -> AwsCredentials:
-        hint = "Add your access keys in Settings → Cloud."
+        hint = "Add your access keys in Settings → Endpoints → AWS account."
         try:
             raw = keyring.get_password(KEYRING_SERVICE, self.account)
         except keyring.errors.KeyringError as exc:
@@ -274,7 +274,8 @@ class KeyringCredentials:
         if creds.expired():
             raise CredentialsExpiredError(
                 "The temporary AWS keys stored in the OS keyring have expired. "
-                "Store new keys in Settings → Cloud, or use an AWS profile."
+                "Store new keys in Settings → Endpoints → AWS account, or use an AWS "
+                "profile."
             )
         return creds
 

@@ -199,11 +199,12 @@ class EndpointsPage(Page):
     def commit(self) -> str | None:
         """Validate the page into the store (saved at once); returns the first error.
 
-        A change to what is checked (not merely which checks the user went past) makes
-        the shown preflight results stale, and they say so.
+        Typed keys go to the keyring first: if it refuses, nothing is saved. A change to
+        what is checked (not merely which checks the user went past) makes the shown
+        preflight results stale, and they say so.
         """
         new = self.store.copy()
-        errors = self.write(new)
+        errors = self.write(new) or self.commit_secrets()
         if errors:
             return next(iter(errors.values()))
         before = checked_part(self.store.settings)
@@ -447,6 +448,10 @@ class EndpointsPage(Page):
                            for k, e in setup.write(getattr(out.cloud, kind)).items()})
         out.cloud.idle_stop_minutes = self.idle_minutes.value()
         return errors
+
+    def commit_secrets(self) -> Errors:
+        error = self.account.commit_secrets()
+        return {} if error is None else {"aws": error}
 
     def show_errors(self, errors: Errors) -> None:
         """Errors are shown by the boxes themselves as ``write`` finds them."""

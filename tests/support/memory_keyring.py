@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import keyring
+import keyring.backends.fail
 import keyring.errors
 import pytest
 from keyring.backend import KeyringBackend
@@ -34,4 +35,13 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
     backend = MemoryKeyring()
     keyring.set_keyring(backend)
     yield backend
+    keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def no_keyring() -> Iterator[None]:
+    """No usable keyring on this desktop: keyring's own backend that refuses everything."""
+    previous = keyring.get_keyring()
+    keyring.set_keyring(keyring.backends.fail.Keyring())
+    yield
     keyring.set_keyring(previous)

@@ -247,3 +247,61 @@ def test_access_keys_go_to_the_keyring_and_the_account_check_uses_them(
     assert store.settings.aws.use_keyring and store.settings.aws.profile is None
     text = settings_io.settings_path().read_text(encoding="utf-8")
     assert secret not in text and "AKIAIOSFODNN7EXAMPLE" not in text
+
+
+def test_access_keys_typed_then_start_are_stored_and_used(qapp, qtbot, store, aws,
+                                                          memory_keyring, monkeypatch):
+    """No "Check account" first: Start saves the page, typed keys included."""
+    secret = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY"
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name)  # nothing but the typed keys can sign
+
+    async def scenario() -> None:
+        service = AccountSetupService(TestClients())
+        runner = Runner()
+        page = EndpointsPage(make_manager(store, service), store, service, runner=runner)
+        qtbot.addWidget(page)
+        page.load(store.settings)
+        account, stt = page.account, page.setups["stt"]
+        account.use_keys.click()
+        account.key_id.setText("AKIAIOSFODNN7EXAMPLE")
+        account.secret.setText(secret)
+        stt.row.start_button.click()
+        await wait_until(lambda: stt.preflight.labels, 30, "the preflight list")
+        assert texts(stt)["credentials"] == (f"✔ PASS  AWS credentials: Account {ACCOUNT} as "
+                                             "user/moto.")
+        assert account.key_id.text() == "" and account.secret.text() == ""
+        await runner.close()
+
+    run_async(qapp, scenario, timeout=60)
+    (stored,) = memory_keyring.store.values()
+    assert json.loads(stored)["secret_access_key"] == secret
+    assert store.settings.aws.use_keyring
+    text = settings_io.settings_path().read_text(encoding="utf-8")
+    assert secret not in text and "AKIAIOSFODNN7EXAMPLE" not in text
+
+
+def test_start_says_when_the_keyring_refuses_the_keys_and_saves_nothing(qapp, qtbot, store,
+                                                                        aws, no_keyring):
+    async def scenario() -> None:
+        service = AccountSetupService(TestClients())
+        runner = Runner()
+        page = EndpointsPage(make_manager(store, service), store, service, runner=runner)
+        qtbot.addWidget(page)
+        page.load(store.settings)
+        account, stt = page.account, page.setups["stt"]
+        account.use_keys.click()
+        account.key_id.setText("AKIAIOSFODNN7EXAMPLE")
+        account.secret.setText("wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY")
+        account.region.setCurrentText("eu-west-1")
+        stt.row.start_button.click()
+        refusal = "The OS keyring refused to store the AWS keys: No recommended backend"
+        assert stt.preflight.summary.text().startswith(f"Fix the set-up first: {refusal}")
+        assert account.error.text().startswith(refusal)
+        assert stt.row.start_button.isEnabled()
+        # the saved settings are as they were; the typed keys wait for another try
+        assert not store.settings.aws.use_keyring and store.settings.aws.region == "us-east-1"
+        assert account.key_id.text() == "AKIAIOSFODNN7EXAMPLE"
+        await runner.close()
+
+    run_async(qapp, scenario)

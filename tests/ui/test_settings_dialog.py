@@ -12,10 +12,14 @@ from PySide6.QtWidgets import (
 from captioner import settings as settings_io
 from captioner.audio.devices import AudioDevice
 from captioner.audio.playback import WavSink
+from captioner.aws import KeyringCredentials
+from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints_page import EndpointsPage
 from captioner.ui.reply_controller import ReplyController
 from captioner.ui.settings.dialog import SettingsDialog
 from captioner.ui.settings_store import SettingsStore
 from tests.ui.conftest import run_async, wait_until
+from tests.ui.endpoint_setup_support import TestClients, make_manager
 
 DEVICES = [AudioDevice(1000, "Built-in mic", "mic", 1, 48000.0, is_default=True),
            AudioDevice(1001, "Monitor of Speakers", "system", 2, 48000.0, is_default=True)]
@@ -82,6 +86,52 @@ def test_sagemaker_name_region_and_keys_are_validated(qtbot, store):
     assert page.secret.text() == ""
     text = settings_io.settings_path().read_text()
     assert "wJalrXUtnFEMI" not in text and "AKIAIOSFODNN7" not in text
+
+
+KEY_ID, SECRET = "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+def with_endpoints_page(qtbot, store) -> tuple[SettingsDialog, EndpointsPage]:
+    """The dialog as the app opens it: its Endpoints page keeps keys in the OS keyring."""
+    dialog = make(qtbot, store)
+    service = AccountSetupService(TestClients())
+    page = EndpointsPage(make_manager(store, service), store, service)
+    dialog.set_endpoints_page(page)
+    return dialog, page
+
+
+def test_access_keys_typed_on_the_endpoints_page_are_stored_on_apply(qtbot, store,
+                                                                     memory_keyring):
+    dialog, page = with_endpoints_page(qtbot, store)
+    page.account.use_keys.click()
+    page.account.key_id.setText(KEY_ID)
+    page.account.secret.setText(SECRET)
+    assert dialog.apply()
+    creds = KeyringCredentials().get_credentials()
+    assert (creds.access_key_id, creds.secret_access_key) == (KEY_ID, SECRET)
+    assert store.settings.aws.use_keyring
+    assert page.account.key_id.text() == "" and page.account.secret.text() == ""
+    text = settings_io.settings_path().read_text()
+    assert SECRET not in text and KEY_ID not in text
+
+
+def test_a_keyring_that_refuses_the_keys_is_said_and_nothing_is_applied(qtbot, store,
+                                                                        no_keyring):
+    dialog, page = with_endpoints_page(qtbot, store)
+    dialog.transcript.folder.setText(str(settings_io.settings_path().parent / "elsewhere"))
+    page.account.use_keys.click()
+    page.account.key_id.setText(KEY_ID)
+    page.account.secret.setText(SECRET)
+    assert not dialog.apply()
+    refusal = "The OS keyring refused to store the AWS keys: No recommended backend"
+    assert dialog.summary.text().startswith(refusal)
+    assert page.account.error.text().startswith(refusal)
+    assert page.account.error.isVisibleTo(page)
+    assert dialog.tabs.currentWidget() is page
+    # nothing changed; every typed value waits in the dialog for another try
+    assert not store.settings.aws.use_keyring
+    assert not store.settings.transcript.folder.endswith("elsewhere")
+    assert page.account.key_id.text() == KEY_ID
 
 
 def test_round_trip_through_the_settings_file(qtbot, store, config_dir):

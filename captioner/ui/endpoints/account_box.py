@@ -1,9 +1,10 @@
 """Step 1 of the set-up: which AWS credentials and region, checked live.
 
 A profile from the AWS config (SSO, assume-role and key profiles all work) or
-access keys kept in the OS keyring. "Check account" stores typed keys in the
-keyring first (never in settings), then asks STS who they are and shows the
-account and principal — or the reason they do not work.
+access keys kept in the OS keyring. Saving the page (Start, "Check account", the
+dialog's OK/Apply) stores typed keys in the keyring (never in settings); "Check
+account" then asks STS who they are and shows the account and principal — or the
+reason they do not work.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from captioner.aws import CredentialsError
 from captioner.cloud.account import CallerIdentity
 from captioner.settings import AwsSettings
 from captioner.ui.endpoints.runner import Runner
@@ -150,28 +152,33 @@ class AccountBox(QGroupBox):
         aws.profile = None if aws.use_keyring else (profile or None)
         return None
 
-    # ---- the live check ----------------------------------------------------------------
+    def commit_secrets(self) -> str | None:
+        """After validation passed: store typed keys in the keyring, then clear the fields.
 
-    def check(self) -> None:
-        """Store typed keys, save the settings, then ask STS who we are (off the GUI)."""
-        self.check_button.setEnabled(False)
-        self.result.setText("Checking…")
-        self.result.setStyleSheet("")
+        Every save of the page comes here: settings saying "keys" without the keys
+        stored would fail at the first AWS call. Returns the keyring's refusal or None.
+        """
         key_id, secret = self.key_id.text().strip(), self.secret.text().strip()
-        if self.use_keys.isChecked() and key_id:
-            self.runner.call(self.keys.store, key_id, secret, done=lambda _r: self._keys_stored(),
-                             failed=self._failed)
-        else:
-            self._ask()
-
-    def _keys_stored(self) -> None:
+        if not (self.use_keys.isChecked() and key_id):
+            return None
+        try:
+            self.keys.store(key_id, secret)
+        except CredentialsError as exc:
+            self.error.show_error(str(exc))
+            return str(exc)
         self.key_id.clear()
         self.secret.clear()
         self.keys_note.setText("Keys are stored in the OS keyring.")
         self.keys_note.show()
-        self._ask()
+        return None
 
-    def _ask(self) -> None:
+    # ---- the live check ----------------------------------------------------------------
+
+    def check(self) -> None:
+        """Save the settings (typed keys to the keyring), then ask STS who we are (off the GUI)."""
+        self.check_button.setEnabled(False)
+        self.result.setText("Checking…")
+        self.result.setStyleSheet("")
         error = self.commit()
         if error is not None:
             self._failed(error)

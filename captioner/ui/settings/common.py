@@ -55,6 +55,10 @@ class Page(QWidget):
     def write(self, out: Settings) -> Errors:
         raise NotImplementedError
 
+    def commit_secrets(self) -> Errors:
+        """After every page validated: store typed secrets (OS keyring), then clear them."""
+        return {}
+
     def show_errors(self, errors: Errors) -> None:
         for key, label in self.errors.items():
             label.show_error(errors.get(key))

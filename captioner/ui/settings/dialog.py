@@ -123,12 +123,13 @@ class SettingsDialog(QDialog):
             self.summary.setText(f"{n} setting{'s' * (n > 1)} need{'s' * (n == 1)} fixing "
                                  "before they can be applied.")
             return False
-        secret_errors = self.recognition.commit_secrets()
-        if secret_errors:
-            self.recognition.show_errors(secret_errors)
-            self.tabs.setCurrentWidget(self.recognition)
-            self.summary.setText(next(iter(secret_errors.values())))
-            return False
+        for page in self.pages():
+            secret_errors = page.commit_secrets()
+            if secret_errors:
+                page.show_errors(secret_errors)
+                self.tabs.setCurrentWidget(page)
+                self.summary.setText(next(iter(secret_errors.values())))
+                return False
         changed = self.store.replace(new)
         self.summary.setText("Settings applied." if changed else "Nothing changed.")
         self.applied.emit(changed)
