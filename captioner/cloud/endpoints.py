@@ -261,6 +261,16 @@ class EndpointControl:
             try:
                 self.call_sm(operation, **request)
             except EndpointControlError as exc:
+                if label == "endpoint":
+                    made = self._made_anyway(plan.name)
+                    if made:
+                        log.warning("! create_endpoint failed (%s), but %s exists: following it",
+                                    exc, plan.name)
+                        return plan.name
+                    if made is None:  # cannot tell: remove nothing, keep Stop offered
+                        _note_leftovers(exc, plan.name, [f"endpoint {plan.name} (if AWS made "
+                                                         "it)", *created])
+                        raise
                 leftovers = self._cleanup_partial(plan.name, created, plan.expires_at)
                 if leftovers:
                     _note_leftovers(exc, plan.name, leftovers)
@@ -268,6 +278,17 @@ class EndpointControl:
             created.append(label)
             log.info("= created %s %s", label, plan.name)
         return plan.name
+
+    def _made_anyway(self, name: str) -> bool | None:
+        """Whether a create_endpoint that failed made the endpoint all the same: its answer
+        lost to a timeout, or botocore's retry of it refused as "already existing". None
+        when AWS cannot be asked either. Cleaning up after an endpoint that exists would
+        remove its backstop and forget it while it bills."""
+        try:
+            return self.describe(name) is not None
+        except EndpointControlError as exc:
+            log.warning("! could not tell whether %s was created: %s", name, exc)
+            return None
 
     def _cleanup_partial(self, name: str, created: list[str], expires_at: datetime | None
                          ) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 from botocore.exceptions import ProfileNotFound
 
 from captioner.cloud.endpoints import EndpointControl, client_factory
+from captioner.cloud.errors import NetworkError, ServiceValidationError
 from captioner.cloud.lifecycle import Event
 from captioner.cloud.manager import EndpointManager, KindStatus, Phase
 from captioner.cloud.pricing import PriceTable
@@ -523,6 +524,72 @@ def test_a_blip_while_creating_keeps_following_it_to_serving(stubbed_aws: Stubbe
     assert any(e and "credentials have expired" in e for e in shown)
     assert shown[-1] is None  # the next good look cleared it
     assert seen.endpoints == [f"sagemaker://{STT_NAME}?region=us-east-1"]
+
+
+def lost_create_answer(make: Callable[[], EndpointControl], *, describe_fails: bool = False
+                       ) -> tuple[Callable[[], EndpointControl], list[EndpointControl]]:
+    """Controls whose create_endpoint reaches AWS but whose answer is lost (the retry is
+    refused as already existing); optionally AWS cannot be asked afterwards either."""
+    controls: list[EndpointControl] = []
+
+    def factory() -> EndpointControl:
+        control = make()
+        real = control.call_sm
+        made = False
+
+        def call_sm(operation: str, **params: Any) -> Any:
+            nonlocal made
+            if made and describe_fails and operation == "describe_endpoint":
+                raise NetworkError("Could not reach AWS (describe_endpoint): timed out")
+            out = real(operation, **params)
+            if operation == "create_endpoint":
+                made = True
+                raise ServiceValidationError("AWS rejected the request (create_endpoint): "
+                                             "Cannot create already existing endpoint")
+            return out
+
+        control.call_sm = call_sm  # type: ignore[method-assign]
+        controls.append(control)
+        return control
+
+    return factory, controls
+
+
+def test_an_endpoint_created_though_its_answer_was_lost_is_followed(moto_factory) -> None:
+    factory, controls = lost_create_answer(moto_factory())
+    manager = moto_manager(factory)
+
+    async def scenario() -> KindStatus:
+        status = await manager.start("tts")
+        await manager.close()
+        return status
+
+    status = run(scenario)
+    assert status.phase is Phase.READY and status.name is not None and status.can_stop
+    sm = controls[0].sagemaker
+    assert [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]] == [status.name]
+    schedules = controls[0].backstop.scheduler.list_schedules()["Schedules"]
+    assert len(schedules) == 1  # its server-side deletion stays armed
+    assert manager.quit_decision() is not None
+
+
+def test_when_aws_cannot_say_whether_it_was_created_nothing_is_removed(moto_factory) -> None:
+    factory, controls = lost_create_answer(moto_factory(), describe_fails=True)
+    manager = moto_manager(factory)
+
+    async def scenario() -> KindStatus:
+        status = await manager.start("tts")
+        await manager.close()
+        return status
+
+    status = run(scenario)
+    assert status.phase is Phase.ERROR and status.name is not None and status.can_stop
+    assert "if AWS made it" in (status.error or "")
+    sm = controls[0].sagemaker
+    assert len(sm.list_endpoints()["Endpoints"]) == 1
+    assert len(sm.list_models()["Models"]) == 1
+    assert len(controls[0].backstop.scheduler.list_schedules()["Schedules"]) == 1
+    assert manager.quit_decision() is not None
 
 
 def test_stop_during_deploy_waits_for_the_create_call(moto_factory) -> None:
