@@ -15,7 +15,12 @@ from captioner.cloud.errors import (
 from captioner.cloud.status import Stage
 from captioner.cloud.watch import wait_in_service
 from captioner.settings import EndpointDeploySettings
-from tests.cloud.test_endpoints_stubbed import ACCOUNT_ARN, ROLE, endpoint_description
+from tests.cloud.test_endpoints_stubbed import (
+    ACCOUNT_ARN,
+    ROLE,
+    endpoint_description,
+    not_found,
+)
 from tests.support.moto_server import StubbedAws
 
 NAME = "captioner-tts-20261129-101500"
@@ -45,6 +50,7 @@ def test_quota_on_endpoint_deletes_config_and_model(stubbed_aws: StubbedAws) -> 
         "create_endpoint", "ResourceLimitExceeded",
         "The account-level service limit 'ml.g5.xlarge for endpoint usage' is 0 Instances",
     )
+    not_found(stubbed_aws, "describe_endpoint", "endpoint", NAME, {"EndpointName": NAME})
     sm.add_response("delete_endpoint_config", {}, {"EndpointConfigName": NAME})
     sm.add_response("delete_model", {}, {"ModelName": NAME})
     with pytest.raises(QuotaExceededError) as info:
