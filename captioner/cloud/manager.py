@@ -26,6 +26,7 @@ from captioner.cloud.hooks import Hook
 from captioner.cloud.inventory import ManagedEndpoint
 from captioner.cloud.lifecycle import SERVING, Event, KindStatus, Phase, PreparedDeploy
 from captioner.cloud.orphans import Orphans, RegionControlFactory
+from captioner.cloud.preflight import Preflight
 from captioner.cloud.runner import (
     AWS_FAILURES,
     ControlFactory,
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 KIND_LABELS: dict[Kind, str] = {"stt": "Voxtral", "tts": "Qwen3-TTS"}
 RENEW_INTERVAL = 600.0  # s between backstop renewals while the app is in use
+SEARCH_RETRY = (30.0, 600.0)  # s: first wait and cap before searching again after a failure
 
 
 def readable(exc: BaseException, operation: str = "") -> str:
@@ -72,6 +74,9 @@ class EndpointManager(LifecycleRunner):
         self.auto_stopped: Hook = Hook()  # (kind)
         self.orphans_changed: Hook = self._away.orphans_changed  # (list[EndpointSnapshot])
         self.others_changed: Hook = self._away.others_changed  # (list[ManagedEndpoint])
+        self._search_failure: Exception | None = None  # the last search for ours failed
+        self._search_attempts = 0
+        self._search_retry: asyncio.Task[Any] | None = None
 
     def _on_ready(self, kind: Kind) -> None:
         self._upkeep[kind].serving()
@@ -83,9 +88,13 @@ class EndpointManager(LifecycleRunner):
         await super().close(*extra, *ticker)
 
     def reset_control(self) -> None:
-        """Settings (region, profile, keys) changed: build new controls next time."""
+        """Settings (region, profile, keys) changed: build new controls next time, and
+        search again at once if the last search failed (the change may have mended it)."""
         super().reset_control()
         self._away.reset()
+        if self._search_failure is not None:
+            self._search_attempts = 0
+            self._search_again(0.0)
 
     # ---- reading -----------------------------------------------------------------------
 
@@ -127,10 +136,15 @@ class EndpointManager(LifecycleRunner):
             found = await self._away.search(self.state_path)
         except AWS_FAILURES as exc:
             failure = translate(exc, "looking for running endpoints")
+            self._search_failure = failure
             for kind in KINDS:
                 if self.status(kind).name is None and self._life[kind].allowed(Event.FAIL):
                     self._move(kind, Event.FAIL, failure=failure, step="")
+            first, cap = SEARCH_RETRY
+            self._search_again(min(first * 2 ** self._search_attempts, cap))
+            self._search_attempts += 1
             return []
+        self._searched()
         orphans: list[tuple[str, EndpointSnapshot]] = []
         for region, snaps in found.mine.items():
             for snap in reversed(snaps):  # newest first
@@ -141,6 +155,37 @@ class EndpointManager(LifecycleRunner):
                     orphans.insert(0, (region, snap))
         self._away.found(orphans, found.others)
         return self.orphans
+
+    def _search_again(self, delay: float) -> None:
+        """A failed search is made again later: an endpoint left running is otherwise
+        never adopted, idle-stopped or offered as an orphan while it bills."""
+        if self._search_retry is not None and not self._search_retry.done():
+            self._search_retry.cancel()
+
+        async def later() -> None:
+            await asyncio.sleep(delay)
+            await self.attach()
+
+        self._search_retry = self.spawn(later())
+
+    def _searched(self) -> None:
+        """The search worked: the failure it showed is over."""
+        failure, self._search_failure, self._search_attempts = self._search_failure, None, 0
+        for kind in KINDS:
+            status = self.status(kind)
+            if (failure is not None and status.failure is failure and status.name is None
+                    and self._life[kind].allowed(Event.FORGET)):
+                self._move(kind, Event.FORGET, failure=None, step="")
+
+    async def prepare(self, kind: Kind, checked: Preflight | None = None
+                      ) -> PreparedDeploy | None:
+        """As the runner's, but after a failed search for endpoints left running, that
+        search comes first: starting blind could add a second billing endpoint."""
+        if self._search_failure is not None and self.status(kind).can_start:
+            await self.attach()
+            if self._search_failure is not None:
+                return None  # the kind shows why (ERROR); Start stays possible to retry
+        return await super().prepare(kind, checked)
 
     def _adopt(self, kind: Kind, snap: EndpointSnapshot, expires_at: datetime | None) -> None:
         log.info("= re-attached to %s endpoint %s (%s)", kind, snap.name, snap.status)

@@ -12,7 +12,7 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ProfileNotFound
+from botocore.exceptions import EndpointConnectionError, ProfileNotFound
 
 from captioner.cloud.endpoints import EndpointControl, client_factory
 from captioner.cloud.errors import NetworkError, ServiceValidationError
@@ -200,6 +200,68 @@ def test_reattach_after_restart_finds_endpoints_by_tag(moto_factory) -> None:
 
     run(after_restart)
     assert seen.endpoints[-1] is None and seen.replies[-1] is None
+
+
+def left_running(moto_factory) -> str:
+    """An stt endpoint a previous run of the app left running; its name."""
+    first = moto_manager(moto_factory())
+
+    async def before_restart() -> str:
+        status = await first.start("stt")
+        await first.close()
+        assert status.name
+        return status.name
+
+    return run(before_restart)
+
+
+def offline_at_first(make: Callable[[], EndpointControl]) -> Callable[[], EndpointControl]:
+    """A control factory that cannot reach AWS the first time (offline at start-up)."""
+    calls = itertools.count()
+
+    def factory() -> EndpointControl:
+        if next(calls) == 0:
+            raise EndpointConnectionError(endpoint_url="https://api.sagemaker.us-east-1.amazonaws.com/")
+        return make()
+
+    return factory
+
+
+def test_start_after_a_failed_search_searches_first_and_adopts(moto_factory) -> None:
+    """Offline at start-up, then Start: the endpoint left running is found and adopted,
+    not a second one started beside it."""
+    name = left_running(moto_factory)
+    manager = moto_manager(offline_at_first(moto_factory()))
+
+    async def scenario() -> KindStatus:
+        await manager.attach()
+        status = manager.status("stt")
+        assert status.phase is Phase.ERROR and "Could not reach AWS" in (status.error or "")
+        status = await manager.start("stt")
+        await manager.close()
+        return status
+
+    status = run(scenario)
+    assert status.name == name and status.phase is Phase.READY and status.error is None
+    found = moto_factory()().find_managed_endpoints()
+    assert [e.name for e in found] == [name]  # no second endpoint
+
+
+def test_a_failed_search_is_made_again_by_itself(moto_factory, monkeypatch) -> None:
+    monkeypatch.setattr("captioner.cloud.manager.SEARCH_RETRY", (0.05, 0.05))
+    name = left_running(moto_factory)
+    manager = moto_manager(offline_at_first(moto_factory()))
+
+    async def scenario() -> KindStatus:
+        await manager.attach()
+        assert manager.status("stt").phase is Phase.ERROR
+        await wait_until(lambda: manager.status("stt").name == name, "adopted on the retry")
+        await manager.close()
+        return manager.status("stt")
+
+    status = run(scenario)
+    assert status.phase is Phase.READY and status.error is None
+    assert manager.status("tts").phase is Phase.OFF and manager.status("tts").error is None
 
 
 def test_idle_auto_stop_warns_cancels_then_stops(moto_factory) -> None:
