@@ -62,7 +62,7 @@ class EndpointManager(LifecycleRunner):
         clock: Callable[[], float] = time.monotonic,
         **options: Any,
     ) -> None:
-        """``options`` are :class:`LifecycleRunner`'s (intervals, profile, clock, …)."""
+        """``options`` are :class:`LifecycleRunner`'s (intervals, clock, …)."""
         super().__init__(control_factory, deploy_settings, **options)
         self.tick_interval = tick_interval
         self._upkeep: dict[Kind, Upkeep] = {

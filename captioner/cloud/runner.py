@@ -68,7 +68,6 @@ class LifecycleRunner:
         control_factory: ControlFactory,
         deploy_settings: DeploySettingsSource,
         *,
-        profile: str | None = None,
         poll_interval: float = 15.0,
         monitor_interval: float = 60.0,
         stop_poll_interval: float = 10.0,
@@ -81,7 +80,6 @@ class LifecycleRunner:
         self._control_factory = control_factory
         self._preflight = preflight  # the deploy gate (captioner.cloud.preflight)
         self._deploy_settings = deploy_settings
-        self.profile = profile
         self.poll_interval = poll_interval
         self.monitor_interval = monitor_interval
         self.stop_poll_interval = stop_poll_interval
@@ -144,8 +142,9 @@ class LifecycleRunner:
         return hourly * uptime / 3600.0
 
     def endpoint_string(self, name: str) -> str:
-        text = f"sagemaker://{name}?region={self.region}"
-        return text + (f"&profile={self.profile}" if self.profile else "")
+        """Without a profile: captions and replies sign with the credentials the settings
+        name when they connect, so a change of profile or keys applies at once."""
+        return f"sagemaker://{name}?region={self.region}"
 
     # ---- tasks -------------------------------------------------------------------------
 

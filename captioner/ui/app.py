@@ -120,7 +120,7 @@ class CaptionerApp(QObject):
             lambda kind: getattr(self.store.settings.cloud, kind),
             region_control=lambda region: control_from_settings(self.store.settings,
                                                                 region=region),
-            idle_minutes=settings.cloud.idle_stop_minutes, profile=settings.aws.profile,
+            idle_minutes=settings.cloud.idle_stop_minutes,
             preflight=lambda kind: self.endpoint_setup.preflight(self.store.settings, kind))
         self.setup_runner = Runner()
         self.endpoint_trays = {kind: self._endpoint_tray(kind) for kind in ("stt", "tts")}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,9 +29,11 @@ from typing import Protocol
 from PySide6.QtCore import QObject, Signal
 
 from captioner.audio.playback import PlaybackError, Player
-from captioner.settings import Settings, TtsSettings
+from captioner.aws import provider_for
+from captioner.settings import AwsSettings, Settings, TtsSettings
 from captioner.transport.base import Connector
-from captioner.tts.connect import tts_connector
+from captioner.transport.endpoint_url import connector_for
+from captioner.tts.connect import tts_endpoint
 from captioner.tts.errors import InvalidRequest, SpeechFailure
 from captioner.tts.events import SessionConfig
 from captioner.tts.fallback import LocalVoice, rendering_voice
@@ -119,7 +122,7 @@ class ReplyController(QObject):
 
     def __init__(self, settings: Settings | SettingsStore, *,
                  sink_factory: SinkFactory = Player,
-                 connector_factory: ConnectorFactory = tts_connector,
+                 connector_factory: ConnectorFactory | None = None,
                  local_voice: LocalVoice | None = None,
                  local_voice_factory: LocalVoiceFactory = _qt_local_voice,
                  rendering_voice_factory: RenderingVoiceFactory = rendering_voice,
@@ -132,7 +135,7 @@ class ReplyController(QObject):
         super().__init__(parent)
         self._settings = settings.settings if isinstance(settings, SettingsStore) else settings
         self._sink_factory = sink_factory
-        self._connector_factory = connector_factory
+        self._connector_factory = connector_factory or self._signed_connector
         self._voice: LocalVoice | None = local_voice
         self._voice_factory: LocalVoiceFactory | None = local_voice_factory
         self._rendering_factory = rendering_voice_factory
@@ -142,7 +145,7 @@ class ReplyController(QObject):
         self.speaker: Speaker | None = None
         self.sink: OutputSink | None = None
         self._sink_device: str | None = None
-        self._endpoint: str | None = None
+        self._endpoint: tuple[str, AwsSettings] | None = None  # what the connector is for
         self.endpoint_override: str | None = None  # a replies endpoint the app serves
         self._connector: Connector | None = None
         self._endpoint_problem: str | None = None  # the readable reason, when set
@@ -250,8 +253,8 @@ class ReplyController(QObject):
         tts = self.tts
         config = self._config(tts)
         endpoint = self.endpoint
-        if endpoint != self._endpoint or self.speaker is None:
-            self._endpoint = endpoint
+        if (endpoint, self._settings.aws) != self._endpoint or self.speaker is None:
+            self._endpoint = endpoint, dataclasses.replace(self._settings.aws)
             try:
                 self._connector = self._connector_factory(endpoint)
                 self._endpoint_problem = None
@@ -272,6 +275,16 @@ class ReplyController(QObject):
             self.speaker.connector, self.speaker.sink = connector, self.sink
             self.speaker.config, self.speaker.local_voice = config, voice
         return self.speaker
+
+    def _signed_connector(self, endpoint: str) -> Connector | None:
+        """The voice endpoint's connector; a SageMaker one signs with the credentials the
+        settings name (keys in the OS keyring, or a profile) as captions do, its own
+        ``profile=`` first (boto3's default chain alone never sees the keyring)."""
+        if not endpoint.strip():
+            return None
+        aws, spec = self._settings.aws, tts_endpoint(endpoint)
+        return connector_for(spec, default_region=aws.region, credentials_provider=provider_for(
+            spec.profile or aws.profile, aws.use_keyring))
 
     @staticmethod
     def _config(tts: TtsSettings) -> SessionConfig:
