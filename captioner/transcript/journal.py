@@ -29,6 +29,9 @@ Faults never stop captions and never lose or double a line:
   not yet on disk are kept, to be written once with the next successful append;
 - after a failure the file is reopened on the next append; a reopen that fails is
   again a JournalError, and no closed file is ever written to;
+- a journal that cannot be created (the disk full as the session starts) leaves no
+  empty file behind; the caller keeps the lines and creates it later, with
+  ``started`` saying when the session began;
 - text that cannot be UTF-8 (a lone surrogate from a server) is written with
   U+FFFD in its place.
 Journals are created ``0600`` in a folder created ``0700``: transcripts are private.
@@ -40,6 +43,7 @@ import contextlib
 import errno
 import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -91,30 +95,42 @@ class Journal:
         self._write(record)
 
     @classmethod
-    def create(cls, folder: Path | str, **header: Any) -> Journal:
-        """A new journal file in ``folder`` (created ``0700`` if missing)."""
+    def create(cls, folder: Path | str, *, started: datetime | None = None,
+               **header: Any) -> Journal:
+        """A new journal file in ``folder`` (created ``0700`` if missing), named after
+        ``started`` (default now: a journal made late still says when its session began).
+
+        JournalError if it cannot be made now; then no file is left behind (an empty
+        one would be "recovered" as a transcript of nothing at the next start)."""
         folder = Path(folder)
+        started = started or datetime.now(UTC)
         try:
             folder.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(_describe(exc, folder / "x")) from exc
-        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        stamp = started.astimezone().strftime("%Y%m%d-%H%M%S")
         path = folder / f"{PREFIX}{stamp}-{os.getpid()}{SUFFIX}"
         n = 1
         while path.exists():
             n += 1
             path = folder / f"{PREFIX}{stamp}-{os.getpid()}-{n}{SUFFIX}"
-        return cls(path, header)
+        header = {"started": started.astimezone(UTC).isoformat(timespec="seconds"), **header}
+        try:
+            return cls(path, header)
+        except JournalError:
+            _remove_if_empty(path)
+            raise
 
     @property
     def pending(self) -> int:
         """Lines kept in memory because the disk refused them (0 when all is saved)."""
         return len(self._pending)
 
-    def append(self, line: CaptionLine) -> None:
-        """Write one finalized line durably; JournalError if the disk refuses (the line
-        is kept and written with the next append that succeeds)."""
-        self._write(line_record(line))
+    def append(self, *lines: CaptionLine) -> None:
+        """Write finalized lines durably, in one write (many lines kept while no journal
+        could be made cost one fsync, not one each); JournalError if the disk refuses
+        (the lines are kept and written with the next append that succeeds)."""
+        self._write(*map(line_record, lines))
 
     def restarted(self, at: float, **header: Any) -> None:
         """The captions restarted with new settings (``header``: what they are now) and
@@ -134,10 +150,10 @@ class Journal:
             self.closed = True
             self._close_fd()
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, *records: dict[str, Any]) -> None:
         if self.closed:
             raise JournalError("The transcript journal is already closed.")
-        self._pending.append(encode_record(record))
+        self._pending.extend(map(encode_record, records))
         data = b"".join(self._pending)
         try:
             if self._fd is None:
@@ -207,6 +223,17 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
+def _remove_if_empty(path: Path) -> None:
+    """Remove a journal file nothing could be written to (never one with content)."""
+    try:
+        if path.stat().st_size == 0:
+            path.unlink()
+    except FileNotFoundError:
+        pass  # never made (the folder refused it)
+    except OSError as exc:
+        log.warning("! cannot remove the empty journal %s: %s", path, exc)
+
+
 def _torn(path: Path) -> bool:
     """True if the file is non-empty and does not end with a newline."""
     try:
@@ -225,7 +252,7 @@ class JournalContents:
     header: dict[str, Any] = field(default_factory=dict)
     lines: list[CaptionLine] = field(default_factory=list)
     finished: bool = False
-    skipped: int = 0  # unreadable lines (a torn last line after a crash)
+    skipped: int = 0  # unreadable lines (a torn last line after a crash, a time not finite)
 
     @property
     def started(self) -> str:
@@ -238,6 +265,15 @@ def _speaker(value: object) -> str | None:
     if not isinstance(value, str):
         raise TypeError(f"speaker must be text, not {value!r}")
     return value or None
+
+
+def _seconds(value: Any) -> float:
+    """A line's time; ValueError unless finite: JSON's NaN/Infinity (or "nan" text)
+    would make every label and export of the session fail."""
+    seconds = float(value)
+    if not math.isfinite(seconds):
+        raise ValueError(f"time is not a finite number: {value!r}")
+    return seconds
 
 
 def read_journal(path: Path | str) -> JournalContents:
@@ -258,7 +294,7 @@ def read_journal(path: Path | str) -> JournalContents:
             kind = record.get("type")
             if kind == "line":
                 contents.lines.append(CaptionLine(
-                    str(record["text"]), float(record["start"]), float(record["end"]),
+                    str(record["text"]), _seconds(record["start"]), _seconds(record["end"]),
                     kind=LineKind(record.get("kind", "speech")),
                     speaker=_speaker(record.get("speaker"))))
             elif kind == "start":
@@ -301,13 +337,14 @@ def journal_files(folder: Path | str) -> list[Path]:
 
 
 def unfinished_journals(folder: Path | str, exclude: Path | None = None) -> list[JournalContents]:
-    """Journals without an end marker (sessions a crash interrupted)."""
+    """Journals without an end marker (sessions a crash interrupted); an empty file
+    (one the disk had no room for even the start of) is no transcript to recover."""
     out = []
     for path in journal_files(folder):
         if exclude is not None and path == exclude:
             continue
         contents = read_journal(path)
-        if not contents.finished:
+        if not contents.finished and (contents.header or contents.lines or contents.skipped):
             out.append(contents)
     return out
 

@@ -3,6 +3,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -143,6 +144,28 @@ def test_disk_full_midway_loses_and_doubles_nothing(tmp_path):
     assert read_journal(journal.path).finished
 
 
+def test_a_journal_the_disk_has_no_room_for_leaves_no_file_and_is_made_later(tmp_path):
+    """Full as the session starts: no empty file to be "recovered" as a transcript of
+    nothing; made once there is room, it is named and headed by when the session began,
+    and the lines kept meanwhile go in with one write."""
+    began = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with file_size_limit(16), pytest.raises(JournalError, match="full"):
+        Journal.create(tmp_path, started=began, source="system")
+    assert journal_files(tmp_path) == []
+    journal = Journal.create(tmp_path, started=began, source="system")
+    journal.append(*(CaptionLine(f"line {i}", i, i + 0.5) for i in range(3)))
+    journal.close()
+    assert journal.path.name.startswith(f"captions-{began.astimezone():%Y%m%d-%H%M%S}-")
+    assert read_journal(journal.path).header["started"] == "2026-01-02T03:04:05+00:00"
+    assert texts(journal.path) == ["line 0", "line 1", "line 2"]
+
+
+def test_an_empty_journal_file_is_not_recovered(tmp_path):
+    """One an older version left when the disk had no room for its first line."""
+    (tmp_path / "captions-20260101-120000-1.jsonl").touch()
+    assert unfinished_journals(tmp_path) == []
+
+
 def test_a_failed_reopen_is_a_journal_error_and_never_writes_a_closed_file(tmp_path):
     folder = tmp_path / "transcripts"
     journal = Journal.create(folder)
@@ -183,3 +206,20 @@ def test_unwritable_folder_is_a_readable_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(JournalError):
         Journal.create(blocker / "sub")
+
+
+def test_a_line_whose_time_is_not_a_finite_number_is_skipped(tmp_path):
+    """Python's JSON reads NaN and Infinity, float() reads "nan": such a time would make
+    every label and export of the session fail, so the line is damage, not a line."""
+    path = tmp_path / "captions-20260101-120000-1.jsonl"
+    path.write_text('{"type": "start", "version": 1, "started": "2026-01-01T12:00:00+00:00"}\n'
+                    '{"type": "line", "text": "kept", "start": 1.0, "end": 2.0}\n'
+                    '{"type": "line", "text": "nan", "start": NaN, "end": 3.0}\n'
+                    '{"type": "line", "text": "inf", "start": 3.0, "end": Infinity}\n'
+                    '{"type": "line", "text": "-inf", "start": -Infinity, "end": 4.0}\n'
+                    '{"type": "line", "text": "text", "start": "nan", "end": "inf"}\n'
+                    '{"type": "line", "text": "also kept", "start": "5", "end": 6}\n')
+    contents = read_journal(path)
+    assert [(line.text, line.start, line.end) for line in contents.lines] == [
+        ("kept", 1.0, 2.0), ("also kept", 5.0, 6.0)]
+    assert contents.skipped == 4

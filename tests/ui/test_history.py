@@ -130,6 +130,27 @@ def test_unfinished_journal_is_recovered_and_offered_once(qtbot, store, tmp_path
     assert len(second.history.shown_lines()) == 3
 
 
+def test_a_past_session_with_a_time_that_is_not_a_number_still_shows_and_exports(
+        qtbot, tmp_path):
+    """A NaN time (JSON allows it) costs that line only, not the whole session."""
+    folder = tmp_path / "transcripts"
+    journal = Journal.create(folder, source="system")
+    for line in LINES[:3]:
+        journal.append(line)
+    journal.close()
+    with open(journal.path, "ab") as f:
+        f.write(b'{"type": "line", "text": "bad", "start": NaN, "end": Infinity}\n')
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    window.session_list.setCurrentRow(1)  # the user picks the past session
+    assert window.session.path == journal.path
+    shown = [window.lines.item(i).text() for i in range(window.lines.count())]
+    assert shown == ["[00:00:00] Hello and welcome to the meeting.",
+                     f"[00:00:03] {LINES[1].text}", "[00:00:11] Yes."]
+    assert window.export_to(tmp_path / "out.srt", "srt")
+    assert "Hello and welcome" in (tmp_path / "out.srt").read_text()
+
+
 def test_a_call_is_listed_in_spoken_order_with_names(qtbot, tmp_path):
     """Two streams finalize out of order; the history shows the lines as they were said."""
     window = HistoryWindow(tmp_path / "transcripts")
