@@ -22,8 +22,10 @@ import contextlib
 import copy
 import functools
 import logging
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +66,9 @@ RETURN_CHECK_SECONDS = 3.0  # how often a stood-in-for device is looked for
 LOSS_SETTLE_SECONDS = 0.5  # after a loss, no alarm while a device is still going away
 STOP_GRACE_SECONDS = 12.0
 HANDOVER_PAUSE_WAIT = 3.0  # s a restart waits for a pause in speech before it switches
+# Lines kept for a journal the disk refuses to make: more than a day of speech (~15 MB);
+# beyond, the oldest go (History's "This session" still has them all, to export).
+MAX_UNSAVED_LINES = 50_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +178,10 @@ class CaptionController(QObject):
         self._run_settings: Settings | None = None  # what the current run started with
         self._journal: Journal | None = None
         self._journal_failed = False
+        # A journal the disk refused at the start of a run (folder, header): it is made
+        # with a later line, and the lines said meanwhile are kept for it, in order.
+        self._journal_wanted: tuple[Path, dict[str, Any]] | None = None
+        self._unsaved: deque[CaptionLine] = deque(maxlen=MAX_UNSAVED_LINES)
         # Caption times go on from run to run (each session's clock starts at 0), so
         # "This session" in the history stays in the order said. A restart goes on in
         # the same journal; a start after Stop opens one whose times start at 0.
@@ -682,7 +691,10 @@ class CaptionController(QObject):
     def _open_journal(self, settings: Settings, going_on: bool) -> None:
         """A new journal, or after a restart the run before's, noting what changed."""
         header = {"source": settings.audio.source, "endpoint": describe_endpoint(self.endpoint)}
-        if going_on and self._journal is not None:
+        if going_on and (self._journal is not None or self._journal_wanted is not None):
+            if not self._make_journal():
+                return  # still none: the lines go on being kept for it, without this note
+            assert self._journal is not None
             try:
                 self._journal.restarted(self._clock_offset - self._journal_base, **header)
             except JournalError as exc:
@@ -690,19 +702,48 @@ class CaptionController(QObject):
             return
         self._journal_failed = False
         self._journal_base = self._clock_offset  # a new file's times start at 0
+        self._journal_wanted = (Path(settings.transcript.folder),
+                                {"started": datetime.now(UTC), **header})
+        self._unsaved.clear()
+        self._make_journal()
+
+    def _make_journal(self) -> bool:
+        """Whether this run has its journal, making it now if the disk refused it so far
+        (full when the run started): then with every line said since, so none is lost."""
+        if self._journal is not None:
+            return True
+        if self._journal_wanted is None:
+            return False
+        folder, header = self._journal_wanted
         try:
-            self._journal = self._journal_factory(Path(settings.transcript.folder), header)
+            self._journal = self._journal_factory(folder, header)
         except JournalError as exc:
-            self._journal = None
             self._journal_problem(str(exc))
-            return
+            return False
+        self._journal_wanted = None
         self.journal_opened.emit(self._journal.path)
+        unsaved = list(self._unsaved)
+        self._unsaved.clear()
+        self._append(*unsaved)
+        return True
 
     def _journal_line(self, line: CaptionLine) -> None:
-        if self._journal is None:
-            return
+        line = moved(line, -self._journal_base)
+        if self._journal is None and self._journal_wanted is not None:
+            if len(self._unsaved) == self._unsaved.maxlen:
+                log.warning("! still no journal after %d lines: the oldest is dropped",
+                            len(self._unsaved))
+            self._unsaved.append(line)
+            self._make_journal()  # retried with every line; writes the kept ones too
+        elif self._journal is not None:
+            self._append(line)
+
+    def _append(self, *lines: CaptionLine) -> None:
+        """Into the journal (kept there if the disk refuses); once saved, the notice goes."""
+        assert self._journal is not None
         try:
-            self._journal.append(moved(line, -self._journal_base))
+            if lines:
+                self._journal.append(*lines)
         except JournalError as exc:
             self._journal_problem(str(exc))
             return
@@ -716,6 +757,11 @@ class CaptionController(QObject):
             self.notice.emit(message)
 
     def _close_journal(self) -> None:
+        if not self._make_journal() and self._unsaved:  # a last try for the kept lines
+            log.warning("! %d caption lines were never journaled (the disk refused)",
+                        len(self._unsaved))
+        self._journal_wanted = None
+        self._unsaved.clear()
         journal, self._journal = self._journal, None
         if journal is not None:
             try:
