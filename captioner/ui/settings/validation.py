@@ -69,7 +69,8 @@ def access_keys_error(key_id: str, secret: str, *, stored: bool) -> str | None:
     if not ACCESS_KEY_ID.match(key_id):
         return "An access key ID looks like AKIA… or ASIA… (capital letters and digits)."
     if len(secret) < 20:
-        return "The secret access key is too short (it has 40 characters)."
+        return (f"The secret access key is too short: this one has {len(secret)} characters, "
+                "an AWS secret access key has 40.")
     return None
 
 
