@@ -30,6 +30,9 @@ from captioner.logs import REDACTOR
 log = logging.getLogger(__name__)
 
 KEYRING_SERVICE = "Captioner AWS"
+NO_KEYRING = ("This desktop has no keyring service to keep AWS keys in (such as GNOME Keyring "
+              "or KWallet). Start one, or choose an AWS profile instead: `aws configure "
+              "--profile NAME` keeps the keys in ~/.aws.")
 EXPIRY_MARGIN = timedelta(seconds=60)  # treat credentials this close to expiry as expired
 
 # Loggers of libraries that may format request headers (session tokens) at DEBUG.
@@ -232,6 +235,8 @@ class KeyringCredentials:
                 "expiry": expiry.astimezone(UTC).isoformat() if expiry else None}
         try:
             keyring.set_password(KEYRING_SERVICE, self.account, json.dumps(blob))
+        except keyring.errors.NoKeyringError as exc:
+            raise CredentialsError(NO_KEYRING) from exc
         except keyring.errors.KeyringError as exc:
             raise CredentialsError(f"The OS keyring refused to store the AWS keys: {exc}") from exc
         REDACTOR.add(secret_access_key, session_token)
@@ -257,6 +262,8 @@ class KeyringCredentials:
         hint = "Add your access keys in Settings → Endpoints → AWS account."
         try:
             raw = keyring.get_password(KEYRING_SERVICE, self.account)
+        except keyring.errors.NoKeyringError as exc:
+            raise CredentialsError(NO_KEYRING) from exc
         except keyring.errors.KeyringError as exc:
             raise CredentialsError(f"The OS keyring is not available: {exc}. {hint}") from exc
         if raw is None:
