@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
 
@@ -33,8 +34,24 @@ async def ask(parent: QWidget | None, title: str, text: str,
             answer.set_result(buttons.get(box.clickedButton(), default))
 
     box.finished.connect(done)
+    over_overlay = parent is not None and bool(
+        parent.window().windowFlags() & Qt.WindowType.WindowStaysOnTopHint)
+    if over_overlay:  # else the overlay, always on top, hides the box centred on it
+        box.setWindowFlag(Qt.WindowType.WindowStaysOnTopHint, True)
     box.open()
+    if over_overlay:
+        _centre_on_screen(box, parent)
     try:
         return await answer
     finally:
         box.deleteLater()
+
+
+def _centre_on_screen(box: QWidget, parent: QWidget) -> None:
+    """Centre ``box`` on its parent's screen: centred on the caption strip at the bottom
+    of the screen, it would hang half off the screen."""
+    screen = (parent.screen() or box.screen()).availableGeometry()
+    box.adjustSize()
+    frame = box.frameGeometry()
+    frame.moveCenter(screen.center())
+    box.move(frame.topLeft())

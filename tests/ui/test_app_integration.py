@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from captioner.audio.files import FileSource
@@ -155,6 +156,30 @@ def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits,
 
     assert run_async(qapp, scenario) is quits
     assert bool(stopped) is stops
+
+
+def test_the_quit_question_is_on_the_screen_above_the_overlay(qapp, store, tone_wav):
+    """The overlay stays on top of every window: a question centred on it was hidden
+    under it, its buttons below the bottom of the screen."""
+    async def scenario():
+        app = make_app(store, tone_wav)
+        snap = EndpointSnapshot(name="captioner-stt-20261129-170000", stage=Stage.IN_SERVICE,
+                                status="InService", observed_at=datetime.now(UTC), kind="stt",
+                                instance_type="ml.g6.4xlarge", hourly_price=1.86)
+        app.endpoints.quit_decision = lambda: quit_prompt([snap])
+        answer = app.spawn(app.confirm_quit())
+        await wait_until(lambda: _box() is not None, 5, "the question")
+        box = _box()
+        where, overlay = box.frameGeometry(), app.overlay.frameGeometry()
+        screen = app.overlay.screen().availableGeometry()
+        on_top = bool(box.windowFlags() & Qt.WindowType.WindowStaysOnTopHint)
+        box.reject()  # Cancel
+        assert await answer is False
+        await app.shutdown()
+        return on_top, screen.contains(where), where.intersects(overlay)
+
+    on_top, on_screen, under_overlay = run_async(qapp, scenario)
+    assert on_top and on_screen and not under_overlay
 
 
 @pytest.mark.parametrize(("last", "quits", "gone"),
