@@ -49,6 +49,10 @@ REALTIME_PATH = "/v1/realtime"
 MAX_CONNECTIONS = 4
 # Audio waiting for a busy transcriber before the server stops reading the socket.
 MAX_PENDING_BYTES = 30 * BYTES_PER_SECOND
+# Audio one push may take while catching up: larger joins cost fewer calls, but a push
+# sends nothing until it returns, and a client waiting for a busy engine's last words
+# (Stop) tells a working engine from a stuck one by its text coming.
+MAX_JOB_BYTES = 2 * BYTES_PER_SECOND
 # The WebSocket layer's own cap, above Limits.max_message_bytes: frames between the two
 # get an ``error`` event before the close; beyond this the library closes (1009) unread.
 WIRE_MAX_BYTES = 24 * MIB
@@ -64,7 +68,8 @@ class _Jobs:
     """One connection's transcription work, in order.
 
     Audio that arrives while the transcriber is busy joins the audio job still
-    waiting in the queue, so a slow transcriber catches up in one call.
+    waiting in the queue, up to ``MAX_JOB_BYTES``, so a slow transcriber catches up in
+    few calls and its text still comes every few seconds.
     """
 
     def __init__(self, max_pending_bytes: int = MAX_PENDING_BYTES) -> None:
@@ -78,7 +83,8 @@ class _Jobs:
     def put(self, item: StartRequest | Feed | _Finish) -> None:
         if isinstance(item, Feed):
             self._grow(len(item.pcm))
-            if self._open_audio is not None:
+            if (self._open_audio is not None
+                    and len(self._open_audio) + len(item.pcm) <= MAX_JOB_BYTES):
                 self._open_audio += item.pcm
                 return
             self._open_audio = bytearray(item.pcm)

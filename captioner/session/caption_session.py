@@ -87,7 +87,8 @@ class SessionOptions:
     outage_buffer_seconds: float = 60.0
     backoff_initial: float = policy.BACKOFF_INITIAL_SECONDS
     backoff_max: float = policy.BACKOFF_MAX_SECONDS
-    done_timeout: float = 10.0
+    done_timeout: float = 10.0  # s without a word from the server before giving up on it
+    finish_limit: float = 60.0  # s at most that Stop waits for a busy server's last words
     fail_fast: bool = False  # first connection: fail unless the endpoint is just starting
     max_model_len: int | None = None  # the server's context in tokens, when known
 
@@ -169,6 +170,7 @@ class CaptionSession:
         # per request
         self._sent = 0  # byte offset of the next audio to send
         self._heard = False  # a frame came on the current connection
+        self._heard_at = 0.0  # loop time of the last frame
         self._fresh_from = 0  # audio before this was sent once already (a replay)
         self._request_start = 0.0  # seconds
         self._seam: Seam | None = None
@@ -517,13 +519,39 @@ class CaptionSession:
             return
         conn.send_commit(final=True)
         await self._flush(transport, conn)
-        try:
-            await asyncio.wait_for(self._request_done.wait(), self.options.done_timeout)
-        except TimeoutError:
-            log.warning("! no transcription.done within %.0f s; stopping anyway",
-                        self.options.done_timeout)
+        if not await self._finished_answering():
+            log.warning("! no transcription.done (%.0f s quiet, or %.0f s in all); stopping "
+                        "anyway", self.options.done_timeout, self.options.finish_limit)
             if self._seam is not None:
                 self._show(self._seam.release())
+            self._unanswered_gap()
+
+    async def _finished_answering(self) -> bool:
+        """Wait for the final commit's ``transcription.done`` while the server keeps
+        answering: a busy on-device engine works through seconds of queued audio after
+        Stop, and those are words said before it. False once it has been quiet for
+        ``done_timeout`` or ``finish_limit`` has passed."""
+        loop = asyncio.get_running_loop()
+        began = self._heard_at = loop.time()
+        while not self._request_done.is_set():
+            left = min(self._heard_at + self.options.done_timeout,
+                       began + self.options.finish_limit) - loop.time()
+            if left <= 0:
+                return False
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._request_done.wait(), left)
+        return True
+
+    def _unanswered_gap(self) -> None:
+        """Stopped before the server answered the end of the audio: show the hole (from
+        about where the last word shown was said) instead of ending without a word."""
+        start = self._request_start
+        if self.timeline.last_arrival is not None:
+            start = max(start, self.timeline.last_arrival - self.timeline.latency)
+        end = seconds(self._sent)
+        if end > start and self.audio.last_sound(start, end, self._levels.pause) is not None:
+            self.stats.gap_seconds += end - start
+            self._emit(self.captions.gap(start, end))
 
     # --- receiving -----------------------------------------------------------
 
@@ -534,6 +562,7 @@ class CaptionSession:
                 conn.receive_eof()
             else:
                 self._heard = True  # the server spoke on this connection
+                self._heard_at = asyncio.get_running_loop().time()
                 conn.receive_text(frame)
             for event in conn.events_received():
                 self._on_event(event, conn)

@@ -8,7 +8,8 @@ does); later handshakes are relayed frame by frame to ``backend_url``. With
 ``end_request_after`` set, the first relayed connection ends its request by itself
 once that many seconds of audio went through: the client gets a ``transcription.done``
 it did not ask for (as vLLM sends when its generation stops) and nothing more is
-relayed. Loopback only; runs on its own loop in a thread.
+relayed; with ``wedge_after`` instead, nothing more is relayed and nothing said (a
+server that hangs). Loopback only; runs on its own loop in a thread.
 """
 
 from __future__ import annotations
@@ -28,12 +29,14 @@ from tests.support.ws_thread import ThreadedWebSocketServer
 
 class RefusingFront(ThreadedWebSocketServer):
     def __init__(self, backend_url: str, refusals: list[tuple[int, str]],
-                 closes: int = 0, end_request_after: float | None = None) -> None:
+                 closes: int = 0, end_request_after: float | None = None,
+                 wedge_after: float | None = None) -> None:
         super().__init__()
         self.backend_url = backend_url
         self.refusals = list(refusals)
         self.closes = closes
         self.end_request_after = end_request_after
+        self.wedge_after = wedge_after
         self.ended_requests = 0
         self.handshakes = 0
         self.refused = 0
@@ -56,6 +59,9 @@ class RefusingFront(ThreadedWebSocketServer):
             await client.close(1013, "try again later")
             return
         ends_after, self.end_request_after = self.end_request_after, None
+        wedge, self.wedge_after = self.wedge_after, None
+        wedged = wedge is not None
+        ends_after = wedge if wedged else ends_after
         ended = asyncio.Event()
         audio = 0
 
@@ -71,7 +77,8 @@ class RefusingFront(ThreadedWebSocketServer):
                 return False
             ended.set()
             self.ended_requests += 1
-            await client.send(json.dumps({"type": "transcription.done", "text": ""}))
+            if not wedged:
+                await client.send(json.dumps({"type": "transcription.done", "text": ""}))
             return True
 
         async with connect(self.backend_url, max_size=None) as backend:
