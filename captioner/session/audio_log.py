@@ -71,7 +71,10 @@ class AudioLog:
             self._levels = self._levels[excess // FRAME_BYTES :]
 
     def read(self, start: int, max_bytes: int) -> bytes:
-        start = max(start, self.base)
+        """Audio from ``start``; ValueError before ``base`` (trimmed: a caller that got
+        other audio than it asked for would send the same audio twice)."""
+        if start < self.base:
+            raise ValueError(f"audio before byte {self.base} is no longer kept ({start})")
         return bytes(self._buf[start - self.base : start - self.base + max_bytes])
 
     def level(self, start: float, end: float) -> float:

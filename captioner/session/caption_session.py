@@ -319,6 +319,19 @@ class CaptionSession:
                 attempt += 1
                 await self._backoff(attempt, outcome.reason, ever_connected)
 
+    def _skip_trimmed(self) -> None:
+        """The first connection came after more audio than the log keeps (a model still
+        loading, an endpoint still starting): what it no longer has is shown as a hole,
+        if it held sound, and sending goes on from the oldest audio kept."""
+        start, end = seconds(self._sent), self.audio.start_seconds
+        since = self._unheard_since()
+        if since is not None and since < end:
+            log.warning("! %.1f s of audio captured before the endpoint answered are no "
+                        "longer kept", end - start)
+            self.stats.gap_seconds += end - start
+            self._emit(self.captions.gap(max(start, since), end))
+        self._sent = self._fresh_from = self.audio.base
+
     def _unsent_gap(self) -> None:
         """Stopped with audio no endpoint ever heard: show the hole, if it held sound
         (known also for sound the outage buffer no longer keeps)."""
@@ -433,6 +446,8 @@ class CaptionSession:
         assert self._outcome is not None
         while not self._outcome.done():
             if self._sent < self.audio.end:
+                if self._sent < self.audio.base:
+                    self._skip_trimmed()
                 chunk = self.audio.read(self._sent, self.options.chunk_bytes)
                 conn.send_audio(chunk)
                 await self._flush(transport, conn)
