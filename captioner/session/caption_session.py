@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 FATAL_SERVER_CODES = frozenset({"invalid_event", "unknown_event"})  # we speak another dialect
 SEAM_HOLD_SECONDS = 5.0  # past the replayed audio, show what the seam still holds
 BACKLOG_SECONDS = 0.5  # audio waiting beyond this = catching up, not live (no stall count)
+HEALTHY_CONNECTION_SECONDS = 5.0  # a connection that lasted this long was no failure
 
 
 class SessionState(enum.Enum):
@@ -169,7 +170,7 @@ class CaptionSession:
         self._switched = asyncio.Event()  # a switch ends a wait to reconnect
         # per request
         self._sent = 0  # byte offset of the next audio to send
-        self._heard = False  # a frame came on the current connection
+        self._heard = False  # text (or live text) came on the current connection
         self._heard_at = 0.0  # loop time of the last frame
         self._fresh_from = 0  # audio before this was sent once already (a replay)
         self._request_start = 0.0  # seconds
@@ -293,12 +294,18 @@ class CaptionSession:
                 await transport.close()
                 continue
             ever_connected, self._heard = True, False
+            opened = asyncio.get_running_loop().time()
             try:
                 plan = self._resume_plan() if resume else None  # the outage is over now
                 outcome = await self._serve(transport, plan)
             finally:
                 await transport.close()
-            if self._heard:
+            # A connection that closed at once without a word of text failed like a
+            # refused one (a server overloaded, or crashing on the first audio): the next
+            # try backs off. One that served a while, even through silence, was healthy.
+            failed = (not self._heard and asyncio.get_running_loop().time() - opened
+                      < HEALTHY_CONNECTION_SECONDS)
+            if not failed:
                 attempt = 0
             if isinstance(outcome, Finished):
                 self._set_status(SessionState.STOPPED)
@@ -315,7 +322,7 @@ class CaptionSession:
             self.stats.reconnects += 1
             self._note_restart(outcome)
             self._set_status(SessionState.RECONNECTING, outcome.reason)
-            if not self._heard:  # accepted, then closed without a word: no tight loop
+            if failed:  # no tight loop of connections that die at once
                 attempt += 1
                 await self._backoff(attempt, outcome.reason, ever_connected)
 
@@ -576,7 +583,6 @@ class CaptionSession:
             if frame is None:
                 conn.receive_eof()
             else:
-                self._heard = True  # the server spoke on this connection
                 self._heard_at = asyncio.get_running_loop().time()
                 conn.receive_text(frame)
             for event in conn.events_received():
@@ -589,6 +595,8 @@ class CaptionSession:
             self._on_text(event.delta)
         elif isinstance(event, TranscriptionLive):
             self._on_live(event.text)
+        if isinstance(event, TranscriptionDelta | TranscriptionLive | TranscriptionDone):
+            self._heard = True
         elif isinstance(event, TranscriptionDone):
             if self._seam is not None:
                 self._show(self._seam.release())

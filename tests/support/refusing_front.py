@@ -2,9 +2,9 @@
 
 It plays an endpoint that is still starting: ``refusals`` is a list of
 ``(HTTP status, body)`` answered in order to the first handshakes (e.g. 503, then
-424 "model container is loading"); the next ``closes`` handshakes are accepted and
-the connection is closed at once (1013 "try again later", as an overloaded server
-does); later handshakes are relayed frame by frame to ``backend_url``. With
+424 "model container is loading"); the next ``closes`` handshakes are accepted, the
+session created, and the connection closed at once (1013 "try again later", as an
+overloaded server does); later handshakes are relayed frame by frame to ``backend_url``. With
 ``end_request_after`` set, the first relayed connection ends its request by itself
 once that many seconds of audio went through: the client gets a ``transcription.done``
 it did not ask for (as vLLM sends when its generation stops) and nothing more is
@@ -54,8 +54,13 @@ class RefusingFront(ThreadedWebSocketServer):
         return None
 
     async def handler(self, client: ServerConnection) -> None:
-        if self.closes:
+        if self.closes:  # as vLLM would: the session is created, then the server gives up
             self.closes -= 1
+            await client.send(json.dumps({"type": "session.created", "id": "front",
+                                          "created": 0}))
+            with contextlib.suppress(ConnectionClosed):
+                await client.recv()  # the session.update: the client is reading by now
+                await asyncio.sleep(0.05)
             await client.close(1013, "try again later")
             return
         ends_after, self.end_request_after = self.end_request_after, None
