@@ -27,11 +27,15 @@ import re
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from captioner.realtime.rows import phrase_break
+from captioner.realtime.rows import cluster_cut, phrase_break
 
 LINE_PUNCTUATION_FILL = 0.5  # a long line ends at a comma when that keeps half of it
 
-_SENTENCE_END = re.compile(r"[.!?…。！？]+[\"')\]]*\s")
+# A sentence ends at ". " (a space after it: "3.5", "e.g." go on); Chinese and Japanese
+# have no spaces, so "。" ends one before the next character too, not before a closing
+# quote or more punctuation that may still arrive ("。」").
+_SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s"
+                           r"|[。！？]++[」』）”’\"')\]]*+(?:\s|(?=[^\s。！？]))")
 _WORD = re.compile(r"\S+")
 _PUNCTUATION = ".,!?;:…\"'“”‘’()[]{}-"
 
@@ -266,8 +270,8 @@ class CaptionModel:
             return None
         head = self._live[: self.max_chars + 1]
         space = head.rstrip().rfind(" ")
-        if space <= 0:  # one very long word: hard cut
-            return self.max_chars
+        if space <= 0:  # no space (Chinese, Japanese, a URL): cut between characters
+            return cluster_cut(self._live, self.max_chars)
         words = [w for w in _WORD.finditer(self._live) if w.end() <= space]
         keep = phrase_break([w.group() for w in words], 0, len(words),
                             punctuation_fill=LINE_PUNCTUATION_FILL)

@@ -284,23 +284,25 @@ class CaptionView(QWidget):
         live = self.live.text.split() if self.live is not None else []
         unconfirmed = self.unconfirmed.split()
         speaker = self.live_speaker
-        tail = len(self._tail)
+        tail = _chars(self._tail)
         if (live or unconfirmed) and speaker != self._tail_speaker:
             # another voice: its words start a row of their own, after the tail, named
             named = _named(speaker, live)
             flows = [(self._tail, tail, tail, self._tail_speaker),
-                     (named + unconfirmed, 0, len(named), speaker)]
+                     (named + unconfirmed, 0, _chars(named), speaker)]
         else:
-            flows = [(self._tail + live + unconfirmed, tail, tail + len(live),
+            flows = [(self._tail + live + unconfirmed, tail, tail + _chars(live),
                       self._tail_speaker)]
         out = []
         first = self._tail_first
+        # Finalized and confirmed words are counted by their characters: a word too
+        # long for a row comes back from the row breaker in pieces on several rows.
         for words, final_left, confirmed_left, who in flows:
             for row in self._break(words) if words else []:
-                final_words = min(final_left, len(row))
-                final_left -= final_words
-                confirmed_words = min(confirmed_left, len(row))
-                confirmed_left -= confirmed_words
+                final_words = _words_within(row, final_left)
+                confirmed_words = _words_within(row, confirmed_left)
+                final_left = max(0, final_left - _chars(row))
+                confirmed_left = max(0, confirmed_left - _chars(row))
                 if final_words == len(row):  # finalized words only: laid out once, kept
                     key = (first, *row)
                     if key not in self._tail_rows:
@@ -380,6 +382,22 @@ class CaptionView(QWidget):
 def _named(speaker: str | None, words: list[str]) -> list[str]:
     """A speaker's words as they start a row: "You:" first in two-stream mode."""
     return [f"{speaker}:", *words] if speaker else words
+
+
+def _chars(words: list[str]) -> int:
+    return sum(map(len, words))
+
+
+def _words_within(row: list[str], chars: int) -> int:
+    """How many of ``row``'s words (or pieces of words) are in its first ``chars``
+    characters, spaces aside."""
+    count = 0
+    for word in row:
+        chars -= len(word)
+        if chars < 0:
+            break
+        count += 1
+    return count
 
 
 __all__ = ["CaptionView"]

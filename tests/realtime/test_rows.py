@@ -60,7 +60,7 @@ def test_break_at_punctuation_when_the_row_keeps_most_of_its_length():
 def test_width_limit_and_a_word_longer_than_a_row():
     rows = break_rows(["Pneumonoultramicroscopicsilicovolcanoconiosis", "is", "long"],
                       lambda text: len(text) <= 20, 42)
-    assert rows == [["Pneumonoultramicroscopicsilicovolcanoconiosis"], ["is", "long"]]
+    assert rows == [["Pneumonoultramicrosc"], ["opicsilicovolcanocon"], ["iosis", "is", "long"]]
     narrow = break_rows(KENNEDY.split(), lambda text: len(text) <= 25, 42)
     assert all(len(" ".join(r)) <= 25 for r in narrow)
 
