@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind, labelled
-from captioner.realtime.rows import break_cost, break_rows
+from captioner.realtime.rows import break_cost, break_rows, cluster_cut
 from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
@@ -52,8 +52,7 @@ def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> l
     """The rows of each cue ``text`` is shown in: as few cues as hold it, each of at most
     ``max_lines`` rows of ``width``, with its words shared out so the cues are about
     the same length and end at phrase boundaries where they can."""
-    words = [piece for word in text.split()
-             for piece in (word[i:i + width] for i in range(0, len(word), width))]
+    words = [piece for word in text.split() for piece in _pieces(word, width)]
     if not words:
         return []
 
@@ -66,6 +65,17 @@ def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> l
                                   lambda i, j: len(rows(i, j)) <= max_lines)) is None:
         count += 1
     return [rows(i, j) for i, j in itertools.pairwise(cuts)]
+
+
+def _pieces(word: str, width: int) -> list[str]:
+    """``word`` in pieces of at most ``width`` characters, never inside a grapheme cluster
+    (an accent, an emoji sequence); rows then break them further by columns."""
+    pieces = []
+    while word:
+        cut = cluster_cut(word, width)
+        pieces.append(word[:cut])
+        word = word[cut:]
+    return pieces
 
 
 def _balanced_cuts(words: Sequence[str], count: int,

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from captioner.realtime.captions import CaptionLine
+from captioner.realtime.rows import graphemes
 from captioner.transcript.exports import (
     MAX_CHARS,
     MIN_MS,
@@ -37,6 +38,17 @@ def test_cue_rows_never_exceed_the_width_and_keep_every_word():
     rows = [row for cue in cue_rows(text, 42) for row in cue]
     assert all(len(r) <= 42 for r in rows)
     assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+
+
+def test_cue_rows_never_cut_inside_a_grapheme_cluster():
+    """An accented letter written as letter + combining mark, or an emoji sequence, is one
+    character to a reader: a subtitle must not split it (its mark then sits on a space)."""
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    text = "xyz" + "cafe\u0301" * 9 + " " + family * 14  # cuts at 42 fall inside both
+    rows = [row for cue in cue_rows(text, 42) for row in cue]
+    assert "".join(rows).replace(" ", "") == text.replace(" ", "")
+    whole = set(graphemes(text))
+    assert all(c in whole for row in rows for c in graphemes(row))
 
 
 def test_a_long_line_is_cut_into_even_cues_at_a_phrase_not_a_stray_word():
