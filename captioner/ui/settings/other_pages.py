@@ -10,7 +10,6 @@ from PySide6.QtWidgets import (
     QFileDialog,
     QFormLayout,
     QHBoxLayout,
-    QKeySequenceEdit,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
@@ -24,6 +23,7 @@ from captioner.settings import Settings
 from captioner.tts.connect import tts_endpoint
 from captioner.ui.settings import validation as v
 from captioner.ui.settings.common import ErrorLabel, Errors, Page
+from captioner.ui.settings.shortcut_edit import ShortcutEdit
 
 
 class RepliesPage(Page):
@@ -77,6 +77,7 @@ class AlertsPage(Page):
         layout.addWidget(label)
         layout.addWidget(self.words)
         self.errors["words"] = ErrorLabel("Alert words")
+        self.fields["words"] = self.words  # focused, and described, when it is wrong
         layout.addWidget(self.errors["words"])
 
     def load(self, settings: Settings) -> None:
@@ -142,11 +143,9 @@ class ShortcutsPage(Page):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         form = QFormLayout(self)
-        self.edits: dict[str, QKeySequenceEdit] = {}
+        self.edits: dict[str, ShortcutEdit] = {}
         for key, label in SHORTCUTS:
-            edit = QKeySequenceEdit()
-            edit.setMaximumSequenceLength(1)
-            edit.setClearButtonEnabled(True)
+            edit = ShortcutEdit()
             self.edits[key] = edit
             self.add_row(form, key, label, edit)
         note = QLabel("Shortcuts work while any Captioner window is active.")
@@ -160,8 +159,7 @@ class ShortcutsPage(Page):
         self.global_reply.setAccessibleDescription(why)
         form.addRow(self.global_reply)
         self.global_note = QLabel()  # whether the reply shortcut works in every app
-        self.global_note.setWordWrap(True)
-        self.global_note.setAccessibleName("Reply shortcut in other apps")
+        self.global_note.setWordWrap(True)  # no fixed name: it would hide the text
         self.global_note.hide()
         form.addRow(self.global_note)
 
@@ -176,7 +174,7 @@ class ShortcutsPage(Page):
 
     def write(self, out: Settings) -> Errors:
         values = {key: edit.keySequence().toString() for key, edit in self.edits.items()}
-        errors = v.shortcut_conflicts(values)
+        errors = v.shortcut_errors(values)
         if not errors:
             for key, seq in values.items():
                 setattr(out.shortcuts, key, seq)
@@ -199,7 +197,6 @@ class EndpointsPlaceholder(Page):
         label = QLabel("Deploying and stopping your own SageMaker endpoints will be "
                        "available here.")
         label.setWordWrap(True)
-        label.setAccessibleName("Endpoints page placeholder")
         layout.addWidget(label)
         layout.addStretch(1)
 

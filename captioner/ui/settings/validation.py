@@ -98,6 +98,38 @@ def folder_error(folder: str) -> str | None:
     return None
 
 
+def _chord(seq: str) -> tuple[set[str], str]:
+    """The modifiers and key of a shortcut's first chord: "Ctrl+Alt+C" → ({ctrl, alt}, C).
+    The key itself may be "+" ("Ctrl++")."""
+    chord = seq.strip().split(", ")[0]
+    head, _, key = chord.rpartition("+")
+    if not key and chord.endswith("+"):
+        head, key = head.removesuffix("+"), "+"
+    return {m.lower() for m in head.split("+") if m}, key
+
+
+def shortcut_error(seq: str) -> str | None:
+    """Why ``seq`` cannot be an app-wide shortcut: it would take a key that typing or moving
+    around needs from every Captioner window. Empty (no shortcut) is fine."""
+    if not seq.strip():
+        return None
+    modifiers, key = _chord(seq)
+    if not modifiers & {"ctrl", "alt", "meta"}:
+        return (f"{seq} is needed for typing or moving around, so it cannot be a shortcut: "
+                "hold Ctrl or Alt with a key, e.g. Ctrl+Alt+R.")
+    if modifiers == {"alt"} and len(key) == 1 and key.isalnum():
+        return (f"{seq} moves to a field or button in Captioner's windows, so it cannot be "
+                f"a shortcut: add Ctrl, e.g. Ctrl+{seq}.")
+    return None
+
+
+def shortcut_errors(shortcuts: dict[str, str]) -> dict[str, str]:
+    """name → message for each shortcut that is not allowed or is used twice."""
+    errors = {name: e for name, seq in shortcuts.items()
+              if (e := shortcut_error(seq)) is not None}
+    return shortcut_conflicts(shortcuts) | errors
+
+
 def shortcut_conflicts(shortcuts: dict[str, str]) -> dict[str, str]:
     """name → message for shortcuts that are used twice."""
     seen: dict[str, str] = {}
