@@ -39,6 +39,7 @@ from captioner.transcript.journal import (
     read_journal,
 )
 from captioner.ui.actions import AppActions
+from captioner.ui.settings.common import StatusLabel
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +104,8 @@ class HistoryWindow(QWidget):
                                                QKeySequence.StandardKey.ZoomIn)
         QShortcut(QKeySequence("Ctrl+="), self, lambda: self.step_text_size(2))
         QShortcut(QKeySequence("Ctrl+0"), self, lambda: self.set_text_points(0))
-        self.count_label = QLabel()
-        self.count_label.setAccessibleName("Match count")
-        self.status_label = QLabel()
-        self.status_label.setAccessibleName("Export status")
+        self.count_label = StatusLabel("Match count")
+        self.status_label = StatusLabel("Export status")
         self.copy_button = QPushButton("&Copy")
         self.copy_button.setAccessibleName("Copy selected lines, or all shown lines")
         self.export_buttons = {}
@@ -164,7 +163,8 @@ class HistoryWindow(QWidget):
         self.search.textChanged.connect(self._refill)
         self.copy_button.clicked.connect(self.copy)
         self.session_list.currentRowChanged.connect(self._on_session_row)
-        self.message.connect(self.status_label.setText)
+        # a copy's or an export's result (or why it failed) is also spoken
+        self.message.connect(lambda text: self.status_label.show_status(text, spoken=True))
         self._refresh_sessions()
 
     # --- text size ----------------------------------------------------------
@@ -290,7 +290,8 @@ class HistoryWindow(QWidget):
 
     def _count(self) -> None:
         shown, total = self.lines.count(), len(self.session.lines)
-        self.count_label.setText(f"{shown} of {total}" if self.search.text() else f"{total}")
+        self.count_label.show_status(f"{shown} of {total}" if self.search.text()
+                                     else f"{total}")
 
     def copy(self) -> str:
         """Copy the selected lines (all shown lines when none is selected)."""

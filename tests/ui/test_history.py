@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QAccessible, QGuiApplication
 
 from captioner import settings as settings_io
 from captioner.realtime.captions import CaptionLine
@@ -225,3 +225,19 @@ def test_a_font_sized_in_pixels_still_steps_in_points(qtbot, tmp_path, qapp):
         assert window.lines.font().pointSize() == 12 == window.text_points
     finally:
         qapp.setFont(old)
+
+
+def test_the_export_result_and_match_count_reach_screen_readers(qtbot, tmp_path,
+                                                                monkeypatch):
+    said: list[str] = []  # what is announced, as if a screen reader were running
+    monkeypatch.setattr(QAccessible, "isActive", lambda: True)
+    monkeypatch.setattr(QAccessible, "updateAccessibility", lambda event: said.append(
+        event.message()) if event.type() == QAccessible.Event.Announcement else None)
+    window = filled(qtbot, tmp_path)
+    window.set_query("hour")
+    assert not window.export_to(tmp_path / "nowhere" / "x.srt", "srt")
+    for label in (window.status_label, window.count_label):
+        iface = QAccessible.queryAccessibleInterface(label)
+        heard = f"{iface.text(QAccessible.Text.Name)} {iface.text(QAccessible.Text.Description)}"
+        assert label.text() and label.text() in heard
+    assert len(said) == 1 and said[0].startswith("Could not write")

@@ -73,7 +73,6 @@ class AudioPage(Page):
         self.add_row(form, "chunk", "La&tency:", self.latency, "Latency")
         self.device_note = QLabel()
         self.device_note.setWordWrap(True)
-        self.device_note.setAccessibleName("Device list status")
         form.addRow(self.device_note)
         self.source.currentIndexChanged.connect(self._enable)
 

@@ -1,12 +1,66 @@
-"""Pieces shared by the settings pages: the page protocol and inline error labels."""
+"""Pieces shared by the settings pages: the page protocol, inline error labels, and
+labels whose changing text screen readers can reach."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent, QColor, QPalette
 from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
 
 from captioner.settings import Settings
+from captioner.ui.contrast import contrast
 
 Errors = dict[str, str]  # field key → readable message
+
+MIN_TEXT_CONTRAST = 4.5  # WCAG 2 AA for normal text
+# Dark reds for light themes, light reds for dark ones: the first readable one is used.
+ERROR_REDS = ("#C62828", "#8E0000", "#FF8A80", "#FFB3B3", "#FFCDD2")
+_PLAIN_DESCRIPTION = "plainAccessibleDescription"  # a field's own description, kept aside
+
+
+def error_red(backgrounds: list[str]) -> str:
+    """The first red reaching 4.5:1 on every background, else the most readable one."""
+    def worst(color: str) -> float:
+        return min(contrast(color, b) for b in backgrounds)
+    return next((c for c in ERROR_REDS if worst(c) >= MIN_TEXT_CONTRAST),
+                max(ERROR_REDS, key=worst))
+
+
+def announce(widget: QWidget, text: str) -> None:
+    """Have screen readers speak ``text`` politely: a label that changes is not read."""
+    if text and QAccessible.isActive():
+        event = QAccessibleAnnouncementEvent(widget, text)
+        event.setPoliteness(QAccessible.AnnouncementPoliteness.Polite)
+        QAccessible.updateAccessibility(event)
+
+
+def tie_error(field: QWidget, message: str | None) -> None:
+    """Put ``message`` in the field's accessible description, so it is read when the field
+    gets the focus; the field's own description comes back once it is fine."""
+    plain = field.property(_PLAIN_DESCRIPTION)
+    if message:
+        if plain is None:
+            field.setProperty(_PLAIN_DESCRIPTION, field.accessibleDescription())
+        field.setAccessibleDescription(message)
+    elif plain is not None:
+        field.setAccessibleDescription(plain)
+        field.setProperty(_PLAIN_DESCRIPTION, None)
+
+
+class StatusLabel(QLabel):
+    """A named label for changing status. A fixed accessible name hides a QLabel's text
+    from screen readers, so the text is mirrored into the description (and announced)."""
+
+    def __init__(self, name: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setAccessibleName(name)
+
+    def show_status(self, text: str, *, spoken: bool = False) -> None:
+        """Show ``text``; ``spoken``: also announce it (a result of what the user did)."""
+        self.setText(text)
+        self.setAccessibleDescription(text)
+        if spoken:
+            announce(self, text)
 
 
 class ErrorLabel(QLabel):
@@ -15,14 +69,33 @@ class ErrorLabel(QLabel):
     def __init__(self, field_name: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWordWrap(True)
-        self.setStyleSheet("color: #C62828;")
         self.setAccessibleName(f"{field_name} error")
+        self._recolor()
         self.hide()
 
     def show_error(self, message: str | None) -> None:
         self.setText(message or "")
         self.setAccessibleDescription(message or "")
         self.setVisible(bool(message))
+
+    def changeEvent(self, event: QEvent) -> None:
+        """A fixed red is unreadable on some themes: pick it again when the theme changes."""
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            self._recolor()
+
+    def _recolor(self) -> None:
+        palette = self.palette()
+        # behind it: a window's Window colour, or a tab page's Button colour, which Fusion
+        # lightens by up to 135 % on dark themes
+        button = palette.color(QPalette.ColorRole.Button)
+        behind = [palette.color(QPalette.ColorRole.Window).name(), button.name(),
+                  button.lighter(135).name()]
+        red = error_red(behind)
+        if palette.color(QPalette.ColorRole.WindowText).name().upper() != red:
+            own = QPalette()  # only the text colour is ours; the rest follows the theme
+            own.setColor(QPalette.ColorRole.WindowText, QColor(red))
+            self.setPalette(own)  # sends PaletteChange again, which then changes nothing
 
 
 class Page(QWidget):
@@ -60,8 +133,12 @@ class Page(QWidget):
         return {}
 
     def show_errors(self, errors: Errors) -> None:
+        """Each message under its field and in the field's description, which a screen
+        reader reads when the dialog moves the focus there."""
         for key, label in self.errors.items():
             label.show_error(errors.get(key))
+            if (field := self.fields.get(key)) is not None:
+                tie_error(field, errors.get(key))
 
     def error_text(self, key: str) -> str:
         label = self.errors.get(key)

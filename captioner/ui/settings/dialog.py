@@ -15,7 +15,6 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QLabel,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -25,7 +24,7 @@ from captioner.audio.devices import list_devices
 from captioner.ui.actions import AppActions
 from captioner.ui.settings.appearance_page import AppearancePage
 from captioner.ui.settings.audio_page import AudioPage, DeviceLister
-from captioner.ui.settings.common import Errors, Page
+from captioner.ui.settings.common import Errors, Page, StatusLabel
 from captioner.ui.settings.feed_page import FeedPage
 from captioner.ui.settings.other_pages import (
     AlertsPage,
@@ -61,8 +60,7 @@ class SettingsDialog(QDialog):
         self.tabs.setAccessibleName("Settings pages")
         for page in self.pages():
             self.tabs.addTab(page, page.title)
-        self.summary = QLabel()
-        self.summary.setAccessibleName("Settings status")
+        self.summary = StatusLabel("Settings status")
         self.summary.setWordWrap(True)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                         | QDialogButtonBox.StandardButton.Apply
@@ -100,7 +98,7 @@ class SettingsDialog(QDialog):
         for page in self.pages():
             page.load(self.store.settings)
             page.show_errors({})
-        self.summary.setText("")
+        self.summary.show_status("")
 
     def apply(self) -> bool:
         """Validate all pages; apply when everything is valid. Returns success."""
@@ -120,18 +118,19 @@ class SettingsDialog(QDialog):
             if field is not None:
                 field.setFocus()
             n = len(all_errors)
-            self.summary.setText(f"{n} setting{'s' * (n > 1)} need{'s' * (n == 1)} fixing "
-                                 "before they can be applied.")
+            self.summary.show_status(f"{n} setting{'s' * (n > 1)} need{'s' * (n == 1)} "
+                                     "fixing before they can be applied.", spoken=True)
             return False
         for page in self.pages():
             secret_errors = page.commit_secrets()
             if secret_errors:
                 page.show_errors(secret_errors)
                 self.tabs.setCurrentWidget(page)
-                self.summary.setText(next(iter(secret_errors.values())))
+                self.summary.show_status(next(iter(secret_errors.values())), spoken=True)
                 return False
         changed = self.store.replace(new)
-        self.summary.setText("Settings applied." if changed else "Nothing changed.")
+        self.summary.show_status("Settings applied." if changed else "Nothing changed.",
+                                 spoken=True)
         self.applied.emit(changed)
         return True
 

@@ -87,7 +87,6 @@ class RecognitionPage(Page):
                      "Speech model")
         self.model_note = QLabel(NOT_INSTALLED)
         self.model_note.setWordWrap(True)
-        self.model_note.setAccessibleName("Speech model note")
         local_form.addRow("", self.model_note)
         self.whisper_language = QComboBox()
         self.whisper_language.addItem(AUTO_DETECT, None)
@@ -97,7 +96,6 @@ class RecognitionPage(Page):
                      "Spoken language")
         self.language_note = QLabel(ENGLISH_ONLY_NOTE)
         self.language_note.setWordWrap(True)
-        self.language_note.setAccessibleName("Spoken language note")
         local_form.addRow("", self.language_note)
         outer.addWidget(self.local_box)
 
@@ -131,7 +129,6 @@ class RecognitionPage(Page):
         self.secret.setEchoMode(QLineEdit.EchoMode.Password)
         self.add_row(sm_form, "secret", "Secret access ke&y:", self.secret)
         self.keys_note = QLabel()
-        self.keys_note.setAccessibleName("Stored keys")
         sm_form.addRow(self.keys_note)
         outer.addWidget(self.sm_box)
 
