@@ -3,11 +3,16 @@ context menu / menu button and the keyboard shortcuts (so each works the same wa
 
 from __future__ import annotations
 
+import logging
+
 from PySide6.QtCore import QObject, Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QWidget
 
 from captioner.settings import ShortcutSettings
+from captioner.ui.settings.validation import shortcut_error
+
+log = logging.getLogger(__name__)
 
 
 class AppActions(QObject):
@@ -38,11 +43,19 @@ class AppActions(QObject):
         return action
 
     def apply_shortcuts(self, shortcuts: ShortcutSettings) -> None:
-        for action, seq in ((self.start_stop, shortcuts.start_stop),
-                            (self.click_through, shortcuts.click_through),
-                            (self.font_bigger, shortcuts.font_bigger),
-                            (self.font_smaller, shortcuts.font_smaller),
-                            (self.reply, shortcuts.reply)):
+        """A saved shortcut the Shortcuts page would refuse (Shift+Tab, a plain letter,
+        from an older version or a hand-edited file) gives way to the default: it would
+        take that key from typing or moving around in every window."""
+        defaults = ShortcutSettings()
+        for action, name in ((self.start_stop, "start_stop"),
+                             (self.click_through, "click_through"),
+                             (self.font_bigger, "font_bigger"),
+                             (self.font_smaller, "font_smaller"), (self.reply, "reply")):
+            seq = getattr(shortcuts, name)
+            if (problem := shortcut_error(seq)) is not None:
+                log.warning("! shortcut %s: %s Using %s.", name, problem,
+                            getattr(defaults, name))
+                seq = getattr(defaults, name)
             action.setShortcut(QKeySequence(seq) if seq else QKeySequence())
 
     def all(self) -> list[QAction]:

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QAccessible
+from PySide6.QtGui import QAccessible, QKeySequence
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QDialog
 
+from captioner.settings import Settings, ShortcutSettings
+from captioner.ui.actions import AppActions
 from captioner.ui.settings.dialog import SettingsDialog
+from captioner.ui.settings.other_pages import ShortcutsPage
 from captioner.ui.settings.validation import shortcut_error
 
 NONE = Qt.KeyboardModifier.NoModifier
@@ -124,3 +127,22 @@ def test_a_shortcut_taking_a_key_that_typing_or_moving_needs_is_refused(qtbot, d
                                      "Ctrl+Shift+Left", ""])
 def test_shortcuts_with_ctrl_alt_or_meta_are_accepted(allowed) -> None:
     assert shortcut_error(allowed) is None
+
+
+def test_a_saved_shortcut_the_page_would_refuse_gives_way_to_the_default(qapp):
+    """From an older version or a hand-edited file: Shift+Tab as "Bigger text" would take
+    moving back from every window."""
+    actions = AppActions(ShortcutSettings(font_bigger="Shift+Tab", reply="R",
+                                          start_stop="Ctrl+Shift+K"))
+    assert actions.font_bigger.shortcut().toString() == ShortcutSettings().font_bigger
+    assert actions.reply.shortcut().toString() == ShortcutSettings().reply
+    assert actions.start_stop.shortcut().toString() == "Ctrl+Shift+K"  # a fine one stays
+
+
+def test_a_shortcut_used_twice_names_the_command_as_the_page_does(qtbot):
+    page = ShortcutsPage()
+    qtbot.addWidget(page)
+    page.load(Settings())
+    page.edits["reply"].setKeySequence(QKeySequence("Ctrl+Alt+C"))
+    errors = page.write(Settings())
+    assert errors["reply"] == "Ctrl+Alt+C is already used for “Live captions on / off”."

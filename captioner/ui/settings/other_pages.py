@@ -174,7 +174,8 @@ class ShortcutsPage(Page):
 
     def write(self, out: Settings) -> Errors:
         values = {key: edit.keySequence().toString() for key, edit in self.edits.items()}
-        errors = v.shortcut_errors(values)
+        labels = {key: label.replace("&", "").rstrip(":") for key, label in SHORTCUTS}
+        errors = v.shortcut_errors(values, labels)
         if not errors:
             for key, seq in values.items():
                 setattr(out.shortcuts, key, seq)

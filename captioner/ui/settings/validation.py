@@ -123,14 +123,17 @@ def shortcut_error(seq: str) -> str | None:
     return None
 
 
-def shortcut_errors(shortcuts: dict[str, str]) -> dict[str, str]:
-    """name → message for each shortcut that is not allowed or is used twice."""
+def shortcut_errors(shortcuts: dict[str, str],
+                    labels: dict[str, str] | None = None) -> dict[str, str]:
+    """name → message for each shortcut that is not allowed or is used twice; ``labels``
+    name the commands in the messages (what the user sees, not "start_stop")."""
     errors = {name: e for name, seq in shortcuts.items()
               if (e := shortcut_error(seq)) is not None}
-    return shortcut_conflicts(shortcuts) | errors
+    return shortcut_conflicts(shortcuts, labels) | errors
 
 
-def shortcut_conflicts(shortcuts: dict[str, str]) -> dict[str, str]:
+def shortcut_conflicts(shortcuts: dict[str, str],
+                       labels: dict[str, str] | None = None) -> dict[str, str]:
     """name → message for shortcuts that are used twice."""
     seen: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -139,7 +142,8 @@ def shortcut_conflicts(shortcuts: dict[str, str]) -> dict[str, str]:
         if not key:
             continue
         if key in seen:
-            errors[name] = f"{seq} is already used for “{seen[key]}”."
+            used_by = (labels or {}).get(seen[key], seen[key])
+            errors[name] = f"{seq} is already used for “{used_by}”."
         else:
             seen[key] = name
     return errors
