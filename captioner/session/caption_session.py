@@ -591,12 +591,12 @@ class CaptionSession:
                 return
 
     def _on_event(self, event: ReceivedEvent, conn: ClientConnection) -> None:
+        if isinstance(event, TranscriptionDelta | TranscriptionLive | TranscriptionDone):
+            self._heard = True
         if isinstance(event, TranscriptionDelta):
             self._on_text(event.delta)
         elif isinstance(event, TranscriptionLive):
             self._on_live(event.text)
-        if isinstance(event, TranscriptionDelta | TranscriptionLive | TranscriptionDone):
-            self._heard = True
         elif isinstance(event, TranscriptionDone):
             if self._seam is not None:
                 self._show(self._seam.release())
