@@ -50,7 +50,7 @@ from captioner.transport.base import Connector, Transport, TransportError
 log = logging.getLogger(__name__)
 
 FATAL_SERVER_CODES = frozenset({"invalid_event", "unknown_event"})  # we speak another dialect
-SEAM_HOLD_SECONDS = 5.0  # past the replayed audio, show what the seam still holds
+SEAM_HOLD_SECONDS = 5.0  # of live audio after a restart: show what the seam still holds
 BACKLOG_SECONDS = 0.5  # audio waiting beyond this = catching up, not live (no stall count)
 HEALTHY_CONNECTION_SECONDS = 5.0  # a connection that lasted this long was no failure
 
@@ -440,7 +440,9 @@ class CaptionSession:
             self._sent = to_bytes(plan.position)
             if plan.repeated.words:
                 self._seam = Seam(plan.repeated)
-                self._seam_until = seconds(self._fresh_from) + SEAM_HOLD_SECONDS
+                # counted from all audio captured by now: the replay and the outage's
+                # audio go out in one burst, long before the server can answer it
+                self._seam_until = self.audio.end_seconds + SEAM_HOLD_SECONDS
             self.captions.new_request()
         self._request_start = seconds(self._sent)
         self._quiet_since = None
@@ -495,8 +497,10 @@ class CaptionSession:
                                    stall=True))
             return True
         self._emit(self.captions.tick(end, self._quiet_seconds()))
-        if self._seam is not None and not self._seam.done and end >= self._seam_until:
+        if (self._seam is not None and not self._seam.done and live
+                and end >= self._seam_until):
             self._show(self._seam.release())
+            self._seam_until = end + SEAM_HOLD_SECONDS  # if it held nothing: wait on
         return False
 
     @property

@@ -9,10 +9,12 @@ seconds where each word's audio ended.
 When a request must be started again from an earlier audio position ``R`` (a
 pause), the words whose audio lies after ``R`` are exactly the ones the new
 request will say again. :class:`Seam` drops that many words from the start of the
-new request's text — a count fixed by audio position, so a phrase the speaker
-repeats ("it was the …") is neither dropped nor doubled. The text is only used to
-confirm the count within a word or two (a word cut at ``R`` may come back as two).
-Plain logic, no I/O.
+new request's text. The audio bounds the count and gives its likely value, so a
+phrase the speaker repeats ("it was the …") is neither dropped nor doubled; the
+text picks the count within those bounds. Where the text confirms no count, only
+what the audio is sure of is dropped: arrival times can be far off (an engine that
+confirms a whole utterance at its end stamps all of it late), and a word shown
+twice costs a reader less than a word lost. Plain logic, no I/O.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from __future__ import annotations
 import re
 import statistics
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 DEFAULT_LATENCY_SECONDS = 0.5  # Voxtral's delay is 480 ms; learned per server at pauses
 MIN_LATENCY_SAMPLE_SECONDS = 0.1  # a shorter "pause" is a flicker of the level
@@ -29,6 +33,7 @@ MAX_LAG_SECONDS = 10.0  # a word never arrives later than this after its audio
 LATENCY_SAMPLES = 9  # median over the last few pauses
 KEEP_WORDS = 400  # enough for any replay window
 SEAM_LOOKAHEAD_WORDS = 3  # held beyond the expected repeat before deciding
+ALIKE_RATIO = 0.5  # spelling this close = the same word heard again ("stone"/"tone")
 
 _WORD = re.compile(r"\S+")
 
@@ -119,11 +124,15 @@ class Seam:
         return self.release()
 
     def release(self) -> str:
-        """Decide now (enough text, end of request, replay over) with what is held."""
+        """Decide now (enough text, end of request, replay over) with what is held.
+        With no word held yet there is nothing to decide: the seam stays open, so the
+        replay's words, when they come, are still checked against the shown ones."""
         if self.done:
             return ""
-        self.done = True
         words = list(_WORD.finditer(self._held))
+        if not words:
+            return ""
+        self.done = True
         skip = min(self._skip([norm(m.group()) for m in words]), len(words))
         self.dropped = skip
         if skip == 0:
@@ -133,18 +142,37 @@ class Seam:
         return " " + self._held[words[skip].start():]
 
     def _skip(self, held: list[str]) -> int:
-        """How many held words repeat the shown ones: of the counts the audio allows,
-        those whose words match the end of the shown text (one slip in four words is
-        forgiven), the closest to the audio's estimate; with no match, the estimate."""
-        estimate = self.repeat.estimate
-        fits = [k for k in range(max(1, self.repeat.low), len(self.expected) + 1)
-                if k <= len(held) and self._mismatches(held, k) <= k // 4]
-        if estimate == 0:
+        """How many held words repeat the shown ones.
+
+        Of the counts the audio allows, those whose words match the end of the shown
+        text (one slip in four words forgiven), the closest to the audio's estimate;
+        failing that, those whose words are alike (a word misheard or cut at the resume
+        point: one unlike word in three forgiven); failing that, the count the audio is
+        sure of (``low``). Never the estimate alone: it rests on arrival times, which an
+        engine confirming whole utterances makes late for every word of the last one,
+        so trusting it dropped new words. The price: a replay that reads its repeated
+        words differently shows them twice, which a reader can skip, unlike a lost word.
+        """
+        counts = [k for k in range(max(1, self.repeat.low), len(self.expected) + 1)
+                  if k <= len(held)]
+        fits = [k for k in counts if self._unlike(held, k, _same) <= k // 4]
+        if self.repeat.estimate == 0:
             fits.append(0)
         if not fits:
-            return estimate  # the text cannot tell: trust the audio
-        return min(fits, key=lambda k: (abs(k - estimate), -k))
+            fits = [k for k in counts if self._unlike(held, k, _alike) <= k // 3]
+        if not fits:
+            return self.repeat.low  # the text cannot tell: only what the audio is sure of
+        return min(fits, key=lambda k: (abs(k - self.repeat.estimate), -k))
 
-    def _mismatches(self, held: list[str], k: int) -> int:
+    def _unlike(self, held: list[str], k: int, alike: Callable[[str, str], bool]) -> int:
+        """How many of the first ``k`` held words differ from the last ``k`` shown."""
         tail = self.expected[len(self.expected) - k:]
-        return sum(a != b for a, b in zip(held[:k], tail, strict=True))
+        return sum(not alike(a, b) for a, b in zip(held[:k], tail, strict=True))
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b
+
+
+def _alike(a: str, b: str) -> bool:
+    return a == b or SequenceMatcher(None, a, b).ratio() >= ALIKE_RATIO

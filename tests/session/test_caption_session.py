@@ -18,6 +18,7 @@ from tests.support.transcribers import (
     RecordingFactory,
     ThreadedServer,
     ToneWordTranscriber,
+    UtteranceToneTranscriber,
     tone_words_pcm,
 )
 
@@ -136,6 +137,48 @@ def test_stall_watchdog_restarts_request():
         run(session.run(paced(tone_words_pcm(WORDS))))
     assert session.stats.stalls >= 1
     assert words_of(session) == WORDS
+
+
+def test_an_engine_confirming_whole_utterances_loses_no_word_when_a_replay_misreads_one():
+    """The on-device engine confirms an utterance at its end, so all its words arrive
+    at once and look as late as its last one: after a drop the audio alone would say
+    all of them are repeated, though the replay starts near the end. The replay
+    misreads one of the words it repeats; the text still finds them, and the new words
+    after them are shown."""
+    utterances = [VOCABULARY[0:6], VOCABULARY[6:20], VOCABULARY[0:8], VOCABULARY[8:14]]
+    pause = bytes(32000 * 5 // 2)  # 2.5 s: each utterance is confirmed 2 s after it
+    pcm = b"".join(tone_words_pcm(words) + pause for words in utterances)
+    words = [word for utterance in utterances for word in utterance]
+    made: list[UtteranceToneTranscriber] = []
+
+    class Misreads(UtteranceToneTranscriber):
+        """A replayed request reads the second word of its first utterance wrong."""
+
+        def __init__(self) -> None:
+            super().__init__(pause=2.0)
+            self.misread = bool(made)
+            made.append(self)
+
+        def _confirm(self) -> str:
+            heard = super()._confirm().split()
+            if self.misread and len(heard) > 1:
+                heard[1], self.misread = "zulu", False
+            return "".join(" " + w for w in heard)
+
+    before_third = sum(len(tone_words_pcm(words) + pause) for words in utterances[:2])
+    mid_third = (before_third + len(tone_words_pcm(utterances[2][:4]))) // CHUNK
+
+    def drop(i):
+        if i == mid_third:  # the second utterance was confirmed, the third is not
+            server.drop_connections()
+
+    with ThreadedServer(Misreads) as server:
+        session = CaptionSession(websocket_connector(server.url),
+                                 options(stall_seconds=15.0))
+        run(session.run(paced(pcm, speed=5.0, on_chunk=drop)))
+    assert words_of(session) == words  # the misread word was one of the repeated
+    assert session.stats.reconnects == 1 and len(made) == 2
+    assert 0 < session.stats.repeated_words_dropped < len(utterances[1]) / 2
 
 
 def test_outage_longer_than_buffer_is_a_visible_gap():

@@ -126,3 +126,34 @@ def test_context_limit_from_endpoint_configuration_never_hits_it(strict_server, 
     session = transcribe(server, max_model_len=200)
     assert session.stats.context_limits == 0 and session.stats.rotations >= 3
     assert_same_words(session, sonnet, server)
+
+
+def test_after_a_long_outage_the_replay_shows_each_word_once(strict_server, sonnet):
+    """The network is down for 8 s of speech, longer than the seam holds text. On
+    reconnect the replay and all audio captured meanwhile go out in one burst, long
+    before the server can answer it; the seam still waits for the replay's words to
+    drop the ones shown already."""
+    server = strict_server(sonnet, Faults(compute=1 / 8))  # 8× real time
+    outage = 8.0
+    dropped_at: list[float] = []
+    session: CaptionSession | None = None
+
+    async def connector():
+        while dropped_at and session.audio.end_seconds < dropped_at[0] + outage:
+            await asyncio.sleep(0.005)  # the network is down
+        return await websocket_connector(server.url)()
+
+    async def audio():
+        async for chunk in paced(sonnet.pcm):
+            if session.audio.end_seconds >= 20.0 and not dropped_at:
+                dropped_at.append(session.audio.end_seconds)
+                server.drop_connections()
+            yield chunk
+
+    opts = SessionOptions(model="voxtral", chunk_bytes=CHUNK, backoff_initial=0.01,
+                          backoff_max=0.05)
+    session = CaptionSession(connector, opts)
+    asyncio.run(asyncio.wait_for(session.run(audio()), 240))
+    assert session.stats.reconnects == 1
+    assert_same_words(session, sonnet, server)
+    assert session.stats.repeated_words_dropped > 0

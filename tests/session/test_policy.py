@@ -53,9 +53,47 @@ def test_nothing_repeated_passes_through():
     assert seam.done and seam.feed(" you") == " you"
 
 
-def test_text_that_cannot_confirm_trusts_the_audio():
+def test_text_that_cannot_confirm_drops_only_what_the_audio_is_sure_of():
+    # "ax watt" does not confirm the estimate (2): a word shown twice beats a new word
+    # lost, for an estimate from arrival times can be far too high (next test)
     seam = Seam(timeline(SHOWN).after(7.6))
+    assert replay(seam, "ax watt you can") == " ax watt you can" and seam.dropped == 0
+    # words that came back more than MAX_LAG_SECONDS after it are repeated for sure
+    late = timeline([*SHOWN[:-2], ("ask", 18.2), ("what", 18.5)])
+    seam = Seam(late.after(7.6))
+    assert seam.repeat.low == 2
     assert replay(seam, "ax watt you can") == " you can" and seam.dropped == 2
+
+
+def test_an_engine_confirming_whole_utterances_loses_no_word_when_a_repeat_is_misread():
+    """The on-device engine confirms an utterance at its end: its words arrive together,
+    so the audio takes all twelve as repeated by a replay that starts three words from
+    the end. The replay misreads one of the three; the text still finds them."""
+    first = " we met at the station early this morning"
+    second = " and then we walked along the river towards the old stone bridge"
+    words = [(0.3, True), (0.2, False)]  # a word, then a gap the resume point can use
+    audio = speech_with_pauses(words * 8 + [(1.0, False)] + words * 12 + [(2.0, False)])
+    t = WordTimeline()
+    t.add(first, 4.0 + 1.6, quiet_since=4.0)  # 1.6 s after each end
+    t.add(second, 11.0 + 1.6, quiet_since=11.0)
+    plan = policy.resume_plan(audio, t, sent=audio.end_seconds, levels=policy.Levels())
+    assert plan.position == pytest.approx(9.4, abs=0.03)  # before "old stone bridge"
+    assert plan.repeated.estimate == 12
+    seam = Seam(plan.repeated)
+    assert replay(seam, "old tone bridge and crossed over to the market") == (
+        " and crossed over to the market")
+    seam = Seam(plan.repeated)
+    assert replay(seam, "old to bridge and crossed over to the market") == (
+        " and crossed over to the market")
+    assert seam.dropped == 3
+
+
+def test_a_seam_released_before_the_replay_said_a_word_stays_open():
+    """Its deadline can pass before the server answered (the replay and an outage's
+    audio went out in one burst): the replay's words that come later are still cut."""
+    seam = Seam(timeline(SHOWN).after(7.6))
+    assert seam.release() == "" and not seam.done
+    assert replay(seam, "ask what you can do") == " you can do" and seam.dropped == 2
 
 
 # --- resume points -----------------------------------------------------------------------

@@ -19,6 +19,7 @@ error in mid-sentence.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -72,6 +73,7 @@ class Faults:
     impossible_replaces_word: bool = True  # …instead of the word due then
     max_model_len: int | None = None  # tokens; a longer request fails like vLLM's
     error_at: float | None = None  # one plain processing error (first request)
+    compute: float = 0.0  # s of work per s of audio: a real engine is not instant
 
 
 @dataclass
@@ -107,6 +109,7 @@ class ScriptedTranscriber:
     # --- Transcriber ---------------------------------------------------------
 
     def push(self, pcm: bytes) -> str:
+        time.sleep(self.faults.compute * len(pcm) / BYTES_PER_SECOND)
         self.received += pcm
         if self.start is None and not self._locate():
             return ""

@@ -136,6 +136,37 @@ class LiveToneTranscriber(ToneWordTranscriber):
         return "".join(" " + w for w in self._held)
 
 
+class UtteranceToneTranscriber(ToneWordTranscriber):
+    """Tone words confirmed a whole utterance at a time, after ``pause`` seconds of
+    quiet, as the on-device engine confirms at a pause: every word of an utterance
+    arrives together, seconds after most of them were said."""
+
+    def __init__(self, pause: float = 2.0) -> None:
+        super().__init__()
+        self.pause_frames = round(pause * RATE / FRAME)
+        self._quiet_frames = 0
+        self._utterance: list[str] = []
+
+    def push(self, pcm: bytes) -> str:
+        self._utterance += super().push(pcm).split()
+        if self._quiet_frames < self.pause_frames:
+            return ""
+        return self._confirm()
+
+    def finish(self) -> str:
+        self._utterance += super().finish().split()
+        return self._confirm()
+
+    def _frame(self, frame: np.ndarray) -> str:
+        loud = np.sqrt(np.mean(frame**2)) >= 1000
+        self._quiet_frames = 0 if loud else self._quiet_frames + 1
+        return super()._frame(frame)
+
+    def _confirm(self) -> str:
+        words, self._utterance = self._utterance, []
+        return "".join(" " + w for w in words)
+
+
 @dataclass
 class RecordingFactory:
     """TranscriberFactory that keeps every transcriber it made (one per request)."""
