@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import re
 import socket
@@ -22,6 +21,7 @@ from websockets.exceptions import (
 from websockets.proxy import get_proxy
 from websockets.uri import parse_uri
 
+from captioner.engine.access import is_loopback_host
 from captioner.transport.base import (
     ConnectError,
     ConnectionLost,
@@ -131,17 +131,7 @@ def _proxy_for(url: str) -> str | None:
     does not exempt 127.0.0.1. Remote hosts keep it: behind a corporate proxy it is the
     only way out. Raises InvalidURI for a URL that is not ws(s)://."""
     uri = parse_uri(url)
-    return None if _is_loopback(uri.host) else get_proxy(uri)
-
-
-def _is_loopback(host: str) -> bool:
-    host = host.rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return None if is_loopback_host(uri.host) else get_proxy(uri)
 
 
 def _without_secrets(url: str) -> str:
