@@ -91,6 +91,16 @@ def run(coro_fn: Callable[[], Any], timeout: float = 20.0) -> Any:
     return result
 
 
+def started(manager: EndpointManager, kind: str = "stt") -> KindStatus:
+    """Start ``kind`` (until it serves or fails), close the manager; the status then."""
+    async def scenario() -> KindStatus:
+        status = await manager.start(kind)
+        await manager.close()
+        return status
+
+    return run(scenario)
+
+
 async def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not predicate():
@@ -441,12 +451,7 @@ def test_failed_endpoint_shows_reason_verbatim_and_is_cleaned_up(stubbed_aws: St
     manager = stub_manager(stubbed_aws)
     seen = Recorder(manager)
 
-    async def scenario() -> KindStatus:
-        status = await manager.start("stt")
-        await manager.close()
-        return status
-
-    status = run(scenario)
+    status = started(manager, "stt")
     assert status.phase is Phase.OFF and status.name is None and status.can_start
     assert status.error == f"Endpoint {STT_NAME} failed: {reason}"
     assert Phase.STOPPING in seen.phases("stt")
@@ -461,12 +466,7 @@ def test_access_denied_on_deploy_is_readable_and_leaves_nothing(stubbed_aws: Stu
         "sagemaker:CreateModel")
     manager = stub_manager(stubbed_aws)
 
-    async def scenario() -> KindStatus:
-        status = await manager.start("stt")
-        await manager.close()
-        return status
-
-    status = run(scenario)
+    status = started(manager, "stt")
     assert status.phase is Phase.ERROR
     assert status.name is None and status.can_start and not status.can_stop
     assert status.error is not None
@@ -574,12 +574,7 @@ def test_a_blip_while_creating_keeps_following_it_to_serving(stubbed_aws: Stubbe
     manager = stub_manager(stubbed_aws)
     seen = Recorder(manager)
 
-    async def scenario() -> KindStatus:
-        status = await manager.start("stt")
-        await manager.close()
-        return status
-
-    status = run(scenario)
+    status = started(manager, "stt")
     assert status.phase is Phase.READY and status.error is None
     assert seen.phases("stt")[-3:] == [Phase.DEPLOYING, Phase.STARTING, Phase.READY]
     shown = [s.error for s in seen.statuses if s.phase is Phase.STARTING]
@@ -621,12 +616,7 @@ def test_an_endpoint_created_though_its_answer_was_lost_is_followed(moto_factory
     factory, controls = lost_create_answer(moto_factory())
     manager = moto_manager(factory)
 
-    async def scenario() -> KindStatus:
-        status = await manager.start("tts")
-        await manager.close()
-        return status
-
-    status = run(scenario)
+    status = started(manager, "tts")
     assert status.phase is Phase.READY and status.name is not None and status.can_stop
     sm = controls[0].sagemaker
     assert [e["EndpointName"] for e in sm.list_endpoints()["Endpoints"]] == [status.name]
@@ -639,12 +629,7 @@ def test_when_aws_cannot_say_whether_it_was_created_nothing_is_removed(moto_fact
     factory, controls = lost_create_answer(moto_factory(), describe_fails=True)
     manager = moto_manager(factory)
 
-    async def scenario() -> KindStatus:
-        status = await manager.start("tts")
-        await manager.close()
-        return status
-
-    status = run(scenario)
+    status = started(manager, "tts")
     assert status.phase is Phase.ERROR and status.name is not None and status.can_stop
     assert "if AWS made it" in (status.error or "")
     sm = controls[0].sagemaker
