@@ -40,12 +40,20 @@ from captioner.cloud.preflight import Check, Preflight
 from captioner.cloud.preflight.checks import instances_needed
 from captioner.cloud.status import EndpointSnapshot
 from captioner.settings import AwsSettings, Settings
+from captioner.ui.a11y import announce
 from captioner.ui.confirm import ask
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
 from captioner.ui.endpoints.image_flow import CaptionsImageFlow
 from captioner.ui.endpoints.kind_setup import KindSetup
-from captioner.ui.endpoints.page_parts import WheelGuard, banner, checked_part
+from captioner.ui.endpoints.page_parts import (
+    NOTE_BACKGROUND,
+    NOTE_TEXT,
+    WheelGuard,
+    banner,
+    checked_part,
+    show_text,
+)
 from captioner.ui.endpoints.preflight_list import line_of
 from captioner.ui.endpoints.role_dialog import RoleDialog
 from captioner.ui.endpoints.runner import Runner
@@ -106,7 +114,8 @@ class EndpointsPage(Page):
         self.others_label = QLabel()
         self.others_label.setWordWrap(True)
         self.others_label.setAccessibleName("Other people's endpoints")
-        self.others_label.setStyleSheet("background: #E3F2FD; padding: 6px;")
+        self.others_label.setStyleSheet(f"background: {NOTE_BACKGROUND}; color: {NOTE_TEXT};"
+                                        " padding: 6px;")
         self.others_label.hide()
 
         self.account = AccountBox(self.service, self.runner, keys or KeyringCredentials(),
@@ -407,9 +416,12 @@ class EndpointsPage(Page):
         if kind is None or seconds_left is None:
             self.idle_box.hide()
             return
-        self.idle_label.setText(f"No activity: the {KIND_NOUNS[kind]} stops in "
-                                f"{round(seconds_left)} s to save cost.")
-        self.idle_box.show()
+        show_text(self.idle_label, f"No activity: the {KIND_NOUNS[kind]} stops in "
+                                   f"{round(seconds_left)} s to save cost.")
+        if self.idle_box.isHidden():
+            self.idle_box.show()
+            if self.isVisible():  # (the tray tells those elsewhere)
+                announce(self.idle_label, self.idle_label.text())
 
     def _on_orphans(self, orphans: list[EndpointSnapshot]) -> None:
         self.orphans_button.setEnabled(True)
@@ -417,14 +429,14 @@ class EndpointsPage(Page):
             self.orphans_box.hide()
             return
         names = ", ".join(o.name for o in orphans)
-        self.orphans_label.setText(f"Also running (and billing): {names}.")
+        show_text(self.orphans_label, f"Also running (and billing): {names}.")
         self.orphans_box.show()
 
     def _on_others(self, others: list) -> None:
         """Captioner endpoints of other installations: shown, never adopted or stopped."""
         names = ", ".join(f"{o.name} ({o.status}, {o.ownership.value})" for o in others)
-        self.others_label.setText(f"Also in this account, started by other people's Captioner "
-                                  f"(this app leaves them alone): {names}." if others else "")
+        show_text(self.others_label, "Also in this account, started by other people's "
+                  f"Captioner (this app leaves them alone): {names}." if others else "")
         self.others_label.setVisible(bool(others))
 
     # ---- Page protocol -------------------------------------------------------------------

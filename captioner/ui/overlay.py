@@ -15,8 +15,6 @@ import logging
 
 from PySide6.QtCore import QPoint, QRect, Qt, QTimer, Signal
 from PySide6.QtGui import (
-    QAccessible,
-    QAccessibleAnnouncementEvent,
     QColor,
     QContextMenuEvent,
     QGuiApplication,
@@ -31,6 +29,7 @@ from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionUpdate, LineKind
 from captioner.settings import AppearanceSettings
+from captioner.ui.a11y import announce
 from captioner.ui.actions import AppActions
 from captioner.ui.appearance import clamp_font_size, colors, palette
 from captioner.ui.caption_view import CaptionView
@@ -64,8 +63,7 @@ class Overlay(QWidget):
         self.matcher = matcher or AlertMatcher()
         self.view = CaptionView(appearance, self.matcher, self)
         self.strip = StatusStrip(self)
-        self.hint = QLabel(self)
-        self.hint.setAccessibleName("Hint")
+        self.hint = QLabel(self)  # no fixed accessible name: it would hide the text
         self.hint.setWordWrap(True)
         self.hint.hide()
         self.live_region = QLabel(self)  # screen readers: the latest finalized line
@@ -95,6 +93,12 @@ class Overlay(QWidget):
         self._save_timer.setSingleShot(True)
         self._save_timer.setInterval(300)
         self._save_timer.timeout.connect(self._remember_geometry)
+        self._strip_height = 0  # what the strip needed at the last placing
+        self._fit_timer = QTimer(self)  # one fit for a burst of strip changes
+        self._fit_timer.setSingleShot(True)
+        self._fit_timer.setInterval(0)
+        self._fit_timer.timeout.connect(self._fit_height)
+        self.strip.text_changed.connect(self._fit_timer.start)
         self.apply_appearance(appearance)
 
     # --- appearance ---------------------------------------------------------
@@ -105,6 +109,8 @@ class Overlay(QWidget):
         self.view.apply_appearance(appearance)
         fg, _bg = colors(appearance)
         self.strip.set_colors(fg)
+        self.strip.set_text_size(appearance.font_size)
+        self.hint.setFont(self.strip.font())
         self.hint.setStyleSheet(f"color: {fg.name()}; background: rgba(0,0,0,150);"
                                 " padding: 4px; border-radius: 4px;")
         self.set_click_through(appearance.click_through)
@@ -125,8 +131,11 @@ class Overlay(QWidget):
 
     def set_hint(self, text: str) -> None:
         self.hint.setText(text)
+        self.hint.setAccessibleDescription(text)
         self.hint.setVisible(bool(text))
         self.place()
+        if text:
+            announce(self.hint, text)
 
     # --- captions -----------------------------------------------------------
 
@@ -174,10 +183,7 @@ class Overlay(QWidget):
         """Tell screen readers about a finalized line (polite announcement + live label)."""
         self.live_region.setText(text)
         self.live_region.setAccessibleDescription(text)
-        if QAccessible.isActive():
-            event = QAccessibleAnnouncementEvent(self.live_region, text)
-            event.setPoliteness(QAccessible.AnnouncementPoliteness.Polite)
-            QAccessible.updateAccessibility(event)
+        announce(self.live_region, text)
 
     # --- status -------------------------------------------------------------
 
@@ -193,6 +199,7 @@ class Overlay(QWidget):
     def set_menu_button_visible(self, visible: bool) -> None:
         """Shown when there is no system tray, so the menu is always reachable."""
         self.strip.menu_button.setVisible(visible)
+        self.strip.arrange()
 
     # --- click-through ------------------------------------------------------
 
@@ -216,8 +223,14 @@ class Overlay(QWidget):
     def current_screen(self) -> QScreen:
         return self.screen() or QGuiApplication.primaryScreen()
 
-    def preferred_height(self) -> int:
-        return self.sizeHint().height()
+    def preferred_height(self, width: int | None = None) -> int:
+        """The height that shows every caption line and the whole strip at ``width``
+        (by default the window's): wrapped strip lines need more the narrower it is."""
+        return self.layout().totalHeightForWidth(self.width() if width is None else width)
+
+    def minimum_height(self, width: int) -> int:
+        """One caption line and the whole strip (and hint): less would cut a notice."""
+        return self.layout().totalMinimumHeightForWidth(width)
 
     def dock(self, where: str) -> None:
         """Dock "top", "bottom" or go "floating"; remembered in the settings."""
@@ -231,22 +244,60 @@ class Overlay(QWidget):
         """Put the window where the dock preset (or the remembered geometry) says."""
         screen = self.current_screen()
         area = screen.availableGeometry()
-        height = min(self.preferred_height(), area.height())
-        if self.appearance.dock == "top":
-            rect = QRect(area.left(), area.top(), area.width(), height)
-        elif self.appearance.dock == "bottom":
-            rect = QRect(area.left(), area.bottom() - height + 1, area.width(), height)
-        else:
-            saved = self.appearance.geometry.get(screen.name())
-            if saved and len(saved) == 4:
-                rect = QRect(*saved)
-                if not area.intersects(rect):  # the screen layout changed
-                    rect.moveCenter(area.center())
-            else:
-                width = min(DEFAULT_WIDTH, area.width())
-                rect = QRect(0, 0, width, height)
+        saved = self.appearance.geometry.get(screen.name())
+        floating = self.appearance.dock == "floating"
+        if floating and saved and len(saved) == 4:
+            rect = QRect(*saved)
+            if not area.intersects(rect):  # the screen layout changed
                 rect.moveCenter(area.center())
-                rect.moveBottom(area.bottom() - 80)
+            self._fit_strip(rect.width(), area)
+            self._grow_to_minimum(rect, area)
+            self._set_geometry(rect)
+            return
+        width = min(DEFAULT_WIDTH, area.width()) if floating else area.width()
+        self._fit_strip(width, area)
+        height = min(self.preferred_height(width), area.height())
+        if self.appearance.dock == "top":
+            rect = QRect(area.left(), area.top(), width, height)
+        elif self.appearance.dock == "bottom":
+            rect = QRect(area.left(), area.bottom() - height + 1, width, height)
+        else:
+            rect = QRect(0, 0, width, height)
+            rect.moveCenter(area.center())
+            rect.moveBottom(area.bottom() - 80)
+        self._set_geometry(rect)
+
+    def _fit_strip(self, width: int, area: QRect) -> None:
+        """The strip may take the screen height the captions leave (at least a quarter):
+        past that its text gets smaller rather than push the captions off the screen."""
+        captions = self.view.sizeHint().height() + self.layout().spacing()
+        self.strip.fit(width, max(area.height() - captions, area.height() // 4))
+
+    def _grow_to_minimum(self, rect: QRect, area: QRect) -> None:
+        """Grow ``rect`` upwards (captions sit at its bottom) to the minimum height; past
+        the top of the screen, move it down instead (and cut what still does not fit)."""
+        need = min(self.minimum_height(rect.width()), area.height())
+        if rect.height() < need:
+            rect.setTop(rect.bottom() - need + 1)
+        if rect.top() < area.top():
+            rect.moveTop(area.top())
+            rect.setBottom(min(rect.bottom(), area.bottom()))
+
+    def _fit_height(self) -> None:
+        """After a strip text changed: docked, take the height it now needs; floating,
+        grow or shrink by as much as the strip did, so that the captions keep theirs."""
+        if self.appearance.dock != "floating":
+            self.place()
+        elif self.isVisible() and self._drag_from is None:
+            rect, area = self.geometry(), self.current_screen().availableGeometry()
+            self._fit_strip(rect.width(), area)
+            grown = self.strip.heightForWidth(rect.width()) - self._strip_height
+            rect.setTop(rect.top() - grown)
+            self._grow_to_minimum(rect, area)
+            self._set_geometry(rect)
+
+    def _set_geometry(self, rect: QRect) -> None:
+        self._strip_height = self.strip.heightForWidth(rect.width())
         self._applying_geometry = True
         try:
             self.setGeometry(rect)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 import qasync
+from PySide6.QtGui import QAccessible, QAccessibleEvent
 
 from captioner.settings import Settings
 from captioner.ui.settings_store import SettingsStore
@@ -83,3 +84,18 @@ def tray_app_settings(qapp, request):
 @pytest.fixture(autouse=True)
 def _quiet_qt(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
+
+
+@pytest.fixture
+def announced(monkeypatch) -> list[tuple[str, QAccessible.AnnouncementPoliteness]]:
+    """Announcements (text, politeness), as a screen reader (an active accessibility
+    bridge) would get them."""
+    said: list[tuple[str, QAccessible.AnnouncementPoliteness]] = []
+
+    def record(event: QAccessibleEvent) -> None:
+        if event.type() == QAccessible.Event.Announcement:
+            said.append((event.message(), event.politeness()))
+
+    monkeypatch.setattr(QAccessible, "isActive", staticmethod(lambda: True))
+    monkeypatch.setattr(QAccessible, "updateAccessibility", staticmethod(record))
+    return said

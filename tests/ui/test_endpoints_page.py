@@ -5,6 +5,7 @@ by the test, so every stage can be looked at)."""
 from __future__ import annotations
 
 import queue
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +33,7 @@ from captioner.cloud.errors import AccessDeniedError
 from captioner.cloud.manager import EndpointManager, Phase
 from captioner.cloud.ownership import Ownership
 from captioner.cloud.preflight import ORDER, Check, Preflight, Status
+from captioner.cloud.preflight.report import CheckId
 from captioner.cloud.status import EndpointSnapshot, Stage
 from captioner.settings import EndpointDeploySettings, Settings, ShortcutSettings
 from captioner.ui.actions import AppActions
@@ -401,3 +403,44 @@ def test_other_peoples_endpoints_are_listed_and_left_alone(qapp, qtbot) -> None:
         f"alone): {theirs} (InService, another installation).")
     assert manager.status("tts").name is None  # not adopted
     assert control.stopped == []
+
+
+class QuotaOnTheSecondType(PassingService):
+    """No quota for the pool's first type; the check suggests putting the second first."""
+
+    def preflight(self, settings: Any, kind: Kind) -> Preflight:
+        first = getattr(settings.cloud, kind).instance_types[0]
+        return Preflight(kind, "us-east-1", tuple(
+            Check(check_id, Status.FAIL, f"No quota for {first}.", "Use ml.g6.xlarge",
+                  move_first="ml.g6.xlarge")
+            if check_id is CheckId.QUOTA and first != "ml.g6.xlarge"
+            else Check(check_id, Status.PASS, "Fine.") for check_id in ORDER))
+
+
+def test_prioritizing_a_type_from_the_keyboard_keeps_the_focus_by_the_checks(
+        qapp, qtbot) -> None:
+    _control, manager = make()
+    store = SettingsStore(Settings())
+    store.settings.cloud.stt = replace(SETTINGS, instance_types=["ml.g6.4xlarge",
+                                                                 "ml.g6.xlarge"])
+    service: Any = QuotaOnTheSecondType()
+    page = EndpointsPage(manager, store, service, keys=NoKeys())
+    page.load(store.settings)
+    qtbot.addWidget(page)
+    page.show()
+    stt = page.setups["stt"]
+
+    async def scenario() -> None:
+        page.check("stt")
+        await wait_until(lambda: stt.preflight.first_button is not None, what="the check")
+        stt.preflight.first_button.setFocus()
+        QTest.keyClick(stt.preflight.first_button, Qt.Key.Key_Space)  # the button is deleted
+        await wait_until(lambda: "quota" in stt.preflight.labels
+                         and "PASS" in stt.preflight.labels["quota"].text(), what="the recheck")
+        assert page.focusWidget() is stt.check_button  # not lost: Tab goes on from here
+        QTest.keyClick(stt.check_button, Qt.Key.Key_Tab)
+        assert stt.isAncestorOf(page.focusWidget())
+        await page.runner.close()
+        await manager.close()
+
+    run_async(qapp, scenario)

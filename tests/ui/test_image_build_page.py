@@ -13,6 +13,7 @@ import pytest
 from captioner.cloud import image_build as ib
 from captioner.ui.endpoints import image_flow
 from captioner.ui.endpoints.aws_setup import AccountSetupService
+from captioner.ui.endpoints.page_parts import ERROR_SHADES, text_color
 from tests.ui.conftest import run_async, wait_until
 from tests.ui.endpoint_setup_support import ACCOUNT, IMAGE, MANIFEST, TestClients, open_page
 
@@ -112,7 +113,7 @@ def test_a_failed_build_says_what_failed_and_can_be_tried_again(qapp, qtbot, sto
         assert stt.build_status.text() == (
             f"The image build ended failed: {failure}. Its log is in CloudWatch "
             f"(CodeBuild project {ib.PROJECT}).")
-        assert "C62828" in stt.build_status.styleSheet()
+        assert text_color(ERROR_SHADES, stt) in stt.build_status.styleSheet()
         assert stt.build_button.isEnabled()
         assert stt.image.currentText() == ""
         await page.runner.close()

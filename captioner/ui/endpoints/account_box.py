@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
 from captioner.aws import CredentialsError
 from captioner.cloud.account import CallerIdentity
 from captioner.settings import AwsSettings
+from captioner.ui.endpoints.page_parts import ERROR_SHADES, OK_SHADES, color_style
 from captioner.ui.endpoints.runner import Runner
 from captioner.ui.endpoints.service import SetupService
 from captioner.ui.settings import validation as v
@@ -42,7 +43,6 @@ REGIONS = ("us-east-1", "us-east-2", "us-west-2", "eu-west-1", "eu-central-1", "
            "eu-north-1", "ap-northeast-1", "ap-southeast-1", "ap-southeast-2", "ap-south-1",
            "ca-central-1", "sa-east-1")
 DEFAULT_CHAIN = "(default credentials)"
-OK_COLOR, BAD_COLOR = "#2E7D32", "#C62828"
 
 
 class AccountBox(QGroupBox):
@@ -191,7 +191,7 @@ class AccountBox(QGroupBox):
         self.identity = identity
         self.check_button.setEnabled(True)
         self.result.setText(f"✔ Account {identity.account} — {identity.display_name}")
-        self.result.setStyleSheet(f"color: {OK_COLOR};")
+        self.result.setStyleSheet(color_style(OK_SHADES, self))
         self.result.setAccessibleDescription(self.result.text())
         self.checked.emit(identity)
 
@@ -199,7 +199,7 @@ class AccountBox(QGroupBox):
         self.identity = None
         self.check_button.setEnabled(True)
         self.result.setText(f"✘ {message}")
-        self.result.setStyleSheet(f"color: {BAD_COLOR};")
+        self.result.setStyleSheet(color_style(ERROR_SHADES, self))
         self.result.setAccessibleDescription(self.result.text())
         self.checked.emit(None)
 

@@ -39,6 +39,7 @@ from captioner.cloud.images import (
 )
 from captioner.cloud.scaling import MAX_INSTANCES
 from captioner.settings import EndpointDeploySettings
+from captioner.ui.endpoints.page_parts import ERROR_SHADES, color_style
 from captioner.ui.endpoints.pool_editor import PoolEditor
 from captioner.ui.endpoints.preflight_list import PreflightList
 from captioner.ui.endpoints.status_row import KIND_NOUNS, EndpointRow
@@ -182,6 +183,7 @@ class KindSetup(QWidget):
         self.check_button = QPushButton("C&heck set-up")
         self.check_button.setAccessibleName(f"Check the {noun} set-up")
         self.preflight = PreflightList(noun)
+        self.preflight.fallback_focus = self.check_button
         self.row = EndpointRow(kind)
 
         layout = QVBoxLayout(self)
@@ -243,7 +245,7 @@ class KindSetup(QWidget):
         while there is one, images or not."""
         self.build_status.setText(text)
         self.build_status.setAccessibleDescription(text)
-        self.build_status.setStyleSheet("color: #C62828;" if failed else "")
+        self.build_status.setStyleSheet(color_style(ERROR_SHADES, self) if failed else "")
         self.build_status.setVisible(bool(text))
         self.build_button.setEnabled(not busy)
         self.remove_button.setEnabled(not busy)

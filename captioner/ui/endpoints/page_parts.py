@@ -1,12 +1,46 @@
-"""Small parts of the Endpoints page: the wheel guard, the banner, what the preflight reads."""
+"""Small parts of the Endpoints page: the wheel guard, the banner, what the preflight
+reads, and text colours that read on light and dark desktop themes alike."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject
-from PySide6.QtWidgets import QApplication, QHBoxLayout, QLabel, QPushButton, QScrollArea, QWidget
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import (
+    QApplication,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QWidget,
+)
 
 from captioner.cloud.deploy_plan import KINDS
 from captioner.settings import Settings
+from captioner.ui.contrast import contrast
+
+# Text colours by meaning: a dark shade for light themes, a light one for dark themes. No
+# one colour reads on both (#C62828 is 4.9:1 on a light window, 2.4:1 on a dark one); each
+# shade here reaches 4.5:1 (WCAG AA) on its kind of window and on the panels drawn on it
+# (a dark theme's tab page is lighter than its window: down to #505050; a light one's
+# darker: down to #E0E0E0).
+OK_SHADES = ("#1B5E20", "#A5D6A7")
+ERROR_SHADES = ("#B71C1C", "#FFB4AB")
+WARNING_SHADES = ("#8D4B00", "#FFCC80")
+# A coloured background brings its own text colour: the theme's may be light as well.
+BANNER_BACKGROUND, BANNER_TEXT = "#FFF3E0", "#3E2723"
+NOTE_BACKGROUND, NOTE_TEXT = "#E3F2FD", "#0D47A1"
+
+
+def text_color(shades: tuple[str, str], widget: QWidget) -> str:
+    """Of ``shades``, the one that reads best on ``widget``'s window (theme) colour."""
+    window = widget.palette().color(QPalette.ColorRole.Window).name()
+    return max(shades, key=lambda shade: contrast(shade, window))
+
+
+def color_style(shades: tuple[str, str], widget: QWidget) -> str:
+    """A style sheet giving ``widget`` the readable one of ``shades`` as text colour."""
+    return f"color: {text_color(shades, widget)};"
 
 
 class WheelGuard(QObject):
@@ -36,9 +70,20 @@ def checked_part(settings: Settings) -> tuple:
     return (aws.region, aws.profile, aws.use_keyring, *plans)
 
 
+def show_text(label: QLabel, text: str) -> None:
+    """``text`` in ``label`` and in its accessible description: a label with a fixed
+    accessible name offers screen readers that name instead of its text."""
+    label.setText(text)
+    label.setAccessibleDescription(text)
+
+
 def banner(label: QLabel, button: QPushButton) -> QWidget:
-    box = QWidget()
-    box.setStyleSheet("background: #FFF3E0;")
+    """A warning line with its button on a light background (the button keeps the
+    theme's own look, which reads on its own background)."""
+    box = QFrame()
+    box.setObjectName("banner")
+    box.setStyleSheet(f"QFrame#banner {{ background: {BANNER_BACKGROUND}; }}"
+                      f"QLabel {{ color: {BANNER_TEXT}; }}")
     layout = QHBoxLayout(box)
     layout.addWidget(label, 1)
     layout.addWidget(button)
@@ -46,4 +91,6 @@ def banner(label: QLabel, button: QPushButton) -> QWidget:
     return box
 
 
-__all__ = ["WheelGuard", "banner", "checked_part"]
+__all__ = ["BANNER_BACKGROUND", "BANNER_TEXT", "ERROR_SHADES", "NOTE_BACKGROUND", "NOTE_TEXT",
+           "OK_SHADES", "WARNING_SHADES", "WheelGuard", "banner", "checked_part",
+           "color_style", "show_text", "text_color"]

@@ -13,9 +13,15 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QPushButton, QVBoxLayout, QWidg
 
 from captioner.cloud.preflight import Check, Preflight, Status
 from captioner.cloud.preflight.checks import NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE
+from captioner.ui.endpoints.page_parts import (
+    ERROR_SHADES,
+    OK_SHADES,
+    WARNING_SHADES,
+    color_style,
+)
 from captioner.ui.endpoints.service import gate
 
-STATE_COLORS = {Status.PASS: "#2E7D32", Status.FAIL: "#C62828", Status.UNKNOWN: "#E65100"}
+STATE_COLORS = {Status.PASS: OK_SHADES, Status.FAIL: ERROR_SHADES, Status.UNKNOWN: WARNING_SHADES}
 # "not checked because an earlier check failed": fixed by that check, never gone past
 NOT_CHECKED = (NOT_CHECKED_CREDENTIALS, NOT_CHECKED_ROLE)
 STATE_MARKS = {Status.PASS: "✔", Status.FAIL: "✘", Status.UNKNOWN: "?"}
@@ -42,6 +48,7 @@ class PreflightList(QWidget):
         self.overrides: dict[str, QCheckBox] = {}
         self.quota_button: QPushButton | None = None  # under a quota check it can fix
         self.first_button: QPushButton | None = None  # puts a type with quota first
+        self.fallback_focus: QWidget | None = None  # takes the focus the list cannot keep
         self.summary = QLabel("Not checked yet.")
         self.summary.setWordWrap(True)
         self.summary.setAccessibleName(f"{noun} preflight result")
@@ -51,6 +58,7 @@ class PreflightList(QWidget):
 
     def set_running(self, text: str) -> None:
         self.summary.setText(text)
+        self.summary.setAccessibleDescription(text)
         self.summary.setStyleSheet("")
 
     def mark_stale(self) -> None:
@@ -72,7 +80,17 @@ class PreflightList(QWidget):
         return self.preflight.checks if self.preflight is not None else ()
 
     def set_preflight(self, preflight: Preflight | None) -> None:
-        """Show ``preflight`` (None clears the list)."""
+        """Show ``preflight`` (None clears the list).
+
+        The keyboard focus stays in the list across the rebuild: on the summary while
+        the lines are gone (it says "Checking…"), then on the new line's button where
+        there is one, else on ``fallback_focus`` (the "Check set-up" button): a deleted
+        focused button would send the next Tab back to the top of the window."""
+        window_focus = self.window().focusWidget()
+        held = window_focus is not None and (window_focus is self.summary
+                                             or self.isAncestorOf(window_focus))
+        if held:
+            self.summary.setFocus(Qt.FocusReason.OtherFocusReason)
         buttons = [b for b in (self.first_button, self.quota_button) if b is not None]
         for widget in [*self.labels.values(), *self.overrides.values(), *buttons]:
             self._layout.removeWidget(widget)
@@ -86,7 +104,7 @@ class PreflightList(QWidget):
             label.setWordWrap(True)
             label.setTextFormat(Qt.TextFormat.PlainText)
             label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            label.setStyleSheet(f"color: {STATE_COLORS[check.status]};")
+            label.setStyleSheet(color_style(STATE_COLORS[check.status], self))
             label.setAccessibleName(f"{check.title} check")
             label.setAccessibleDescription(line)
             self._layout.addWidget(label)
@@ -115,6 +133,10 @@ class PreflightList(QWidget):
                 self.quota_button.clicked.connect(self.quota_requested.emit)
                 self._layout.addWidget(self.quota_button, 0, Qt.AlignmentFlag.AlignLeft)
         self._show_summary()
+        if held and preflight is not None:
+            target = self.first_button or self.quota_button or self.fallback_focus
+            if target is not None and target.isEnabled():
+                target.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _toggle(self, key: str, on: bool) -> None:
         if on and key not in self.accepted:
@@ -136,12 +158,12 @@ class PreflightList(QWidget):
         blocking = self.blocking()
         if blocking is None:
             self.summary.setText(f"All checks pass: the {self.noun} can be started.")
-            self.summary.setStyleSheet(f"color: {STATE_COLORS[Status.PASS]};")
+            self.summary.setStyleSheet(color_style(STATE_COLORS[Status.PASS], self))
         else:
             verb = "fails" if blocking.status is Status.FAIL else "could not be read"
             self.summary.setText(f"Not ready: the {blocking.title.lower()} check {verb}. "
                                  "Fix it below, then press Check again.")
-            self.summary.setStyleSheet(f"color: {STATE_COLORS[blocking.status]};")
+            self.summary.setStyleSheet(color_style(STATE_COLORS[blocking.status], self))
         self.summary.setAccessibleDescription(self.summary.text())
 
 

@@ -18,6 +18,8 @@ from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.manager import KindStatus, Phase
 from captioner.cloud.pricing import format_cost
 from captioner.cloud.status import EndpointSnapshot
+from captioner.ui.a11y import announce
+from captioner.ui.endpoints.page_parts import ERROR_SHADES, color_style, show_text
 
 KIND_TITLES: dict[Kind, str] = {"stt": "Captions (Voxtral speech-to-text)",
                                 "tts": "Spoken replies (Qwen3-TTS)"}
@@ -33,11 +35,16 @@ def hms(seconds: float | None) -> str:
 
 
 class EndpointRow(QGroupBox):
-    """Status, instance, uptime, cost, progress and Start/Stop of one kind."""
+    """Status, instance, uptime, cost, progress and Start/Stop of one kind.
+
+    The value labels keep their names ("captions endpoint status") for screen readers,
+    with the shown text as description; a change of phase (Creating → InService → an
+    error) is announced while the row is on screen, as it comes minutes after Start."""
 
     def __init__(self, kind: Kind, parent: QWidget | None = None) -> None:
         super().__init__(KIND_TITLES[kind], parent)
         self.kind = kind
+        self._phase: Phase | None = None  # the last shown, to announce a change
         noun = KIND_NOUNS[kind]
         self.setAccessibleName(KIND_TITLES[kind])
         self.status_label = self._value(f"{noun} status")
@@ -49,7 +56,6 @@ class EndpointRow(QGroupBox):
         self.progress.setTextVisible(True)
         self.error_label = QLabel()
         self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet("color: #C62828;")
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
                                                  | Qt.TextInteractionFlag.TextSelectableByKeyboard)
         self.error_label.setAccessibleName(f"{noun} error")
@@ -87,17 +93,17 @@ class EndpointRow(QGroupBox):
                     hourly: float | None) -> None:
         snap = status.snapshot
         where = f" — {status.name}" if status.name else ""
-        self.status_label.setText(f"{status.stage_text}{where}")
-        self.instance_label.setText(_instance_text(snap))
-        self.uptime_label.setText(hms(uptime) if status.name else "—")
+        show_text(self.status_label, f"{status.stage_text}{where}")
+        show_text(self.instance_label, _instance_text(snap))
+        show_text(self.uptime_label, hms(uptime) if status.name else "—")
         currency = snap.currency if snap is not None else "USD"
         if status.name and hourly is not None:
-            self.cost_label.setText(f"{format_cost(cost, currency)} so far "
-                                    f"({format_cost(hourly, currency)}/hour)")
+            show_text(self.cost_label, f"{format_cost(cost, currency)} so far "
+                                       f"({format_cost(hourly, currency)}/hour)")
         elif status.name:
-            self.cost_label.setText("unknown (no price for this instance type)")
+            show_text(self.cost_label, "unknown (no price for this instance type)")
         else:
-            self.cost_label.setText("—")
+            show_text(self.cost_label, "—")
         if status.phase.busy:
             self.progress.setRange(0, 0)  # indeterminate: SageMaker gives no percentage
             text = status.stage_text + (f" — {hms(uptime)}" if uptime is not None else "")
@@ -107,11 +113,18 @@ class EndpointRow(QGroupBox):
             text = status.stage_text
         self.progress.setFormat(text.replace("%", "%%"))
         self.progress.setAccessibleDescription(text)
-        self.error_label.setText(status.error or "")
-        self.error_label.setAccessibleDescription(status.error or "")
+        if self.error_label.styleSheet() != (style := color_style(ERROR_SHADES, self)):
+            self.error_label.setStyleSheet(style)  # the theme's light or dark shade
+        show_text(self.error_label, status.error or "")
         self.error_label.setVisible(bool(status.error))
         self.start_button.setEnabled(status.can_start)
         self.stop_button.setEnabled(status.can_stop)
+        if self._phase not in (None, status.phase) and self.isVisible():
+            failed = status.phase is Phase.ERROR
+            said = f"{KIND_NOUNS[self.kind].capitalize()}: {status.stage_text}."
+            announce(self.status_label, f"{said} {status.error}" if failed and status.error
+                     else said, assertive=failed)
+        self._phase = status.phase
 
     def progress_text(self) -> str:
         return self.progress.format().replace("%%", "%")

@@ -4,10 +4,11 @@ labels whose changing text screen readers can reach."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent
-from PySide6.QtGui import QAccessible, QAccessibleAnnouncementEvent, QColor, QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
 
 from captioner.settings import Settings
+from captioner.ui.a11y import announce
 from captioner.ui.contrast import contrast
 
 Errors = dict[str, str]  # field key → readable message
@@ -24,14 +25,6 @@ def error_red(backgrounds: list[str]) -> str:
         return min(contrast(color, b) for b in backgrounds)
     return next((c for c in ERROR_REDS if worst(c) >= MIN_TEXT_CONTRAST),
                 max(ERROR_REDS, key=worst))
-
-
-def announce(widget: QWidget, text: str) -> None:
-    """Have screen readers speak ``text`` politely: a label that changes is not read."""
-    if text and QAccessible.isActive():
-        event = QAccessibleAnnouncementEvent(widget, text)
-        event.setPoliteness(QAccessible.AnnouncementPoliteness.Polite)
-        QAccessible.updateAccessibility(event)
 
 
 def tie_error(field: QWidget, message: str | None) -> None:
