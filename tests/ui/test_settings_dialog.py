@@ -134,6 +134,21 @@ def test_a_keyring_that_refuses_the_keys_is_said_and_nothing_is_applied(qtbot, s
     assert page.account.key_id.text() == KEY_ID
 
 
+def test_the_summary_of_a_failed_apply_goes_once_settings_are_saved(qtbot, store,
+                                                                   no_keyring):
+    """The keyring refused the keys; the user then picks a profile, and the Endpoints page
+    saves the settings itself (Check account, Start): the old failure no longer holds."""
+    dialog, page = with_endpoints_page(qtbot, store)
+    page.account.use_keys.click()
+    page.account.key_id.setText(KEY_ID)
+    page.account.secret.setText(SECRET)
+    assert not dialog.apply() and dialog.summary.text()
+    page.account.use_profile.click()
+    page.account.region.setCurrentText("eu-west-1")
+    assert page.commit() is None  # what Check account and Start do first
+    assert dialog.summary.text() == ""
+
+
 def test_round_trip_through_the_settings_file(qtbot, store, config_dir):
     dialog = make(qtbot, store)
     dialog.audio.source.setCurrentIndex(dialog.audio.source.findData("both"))

@@ -79,6 +79,12 @@ class SettingsDialog(QDialog):
         if actions is not None:
             self.addActions(actions.keyboard())
         self.reload()
+        store.changed.connect(self._saved)
+
+    def _saved(self, _sections: object) -> None:
+        """Settings were saved (here, or by the Endpoints page's Start or Check account):
+        what the summary said about an earlier try no longer holds."""
+        self.summary.show_status("")
 
     def pages(self) -> Sequence[Page]:
         return (self.audio, self.recognition, self.replies, self.appearance, self.alerts,
