@@ -34,6 +34,7 @@ LINE_PUNCTUATION_FILL = 0.5  # a long line ends at a comma when that keeps half 
 # A sentence ends at ". " (a space after it: "3.5", "e.g." go on); Chinese and Japanese
 # have no spaces, so "。" ends one before the next character too, not before a closing
 # quote or more punctuation that may still arrive ("。」").
+_LINE_BREAKS = re.compile(r"[ \t]*[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]+[ \t]*")  # splitlines()'s
 _SENTENCE_END = re.compile(r"[.!?…]+[\"')\]]*\s"
                            r"|[。！？]++[」』）”’\"')\]]*+(?:\s|(?=[^\s。！？]))")
 _WORD = re.compile(r"\S+")
@@ -128,9 +129,13 @@ class CaptionModel:
                            speaker=self.speaker)
 
     def add_text(self, delta: str, audio_time: float) -> CaptionUpdate:
-        """Append a delta that arrived when ``audio_time`` seconds of audio had been sent."""
+        """Append a delta that arrived when ``audio_time`` seconds of audio had been sent.
+        Line breaks in it become spaces: a caption line is one line, and a server's
+        "\n[00:00:02] You: …" would otherwise forge a line of its own in the text
+        transcript and the live text file."""
         if not delta:
             return self._update()
+        delta = _LINE_BREAKS.sub(" ", delta)
         times = self._word_times(delta, audio_time)
         rest = _confirm(self.unconfirmed, delta)
         self._set_pending(rest, self._shown_at[len(self._shown_at) - len(rest.split()):])

@@ -157,9 +157,15 @@ def clock(seconds: float) -> str:
     return timestamp(_ms(seconds))[:8]
 
 
+def _srt_text(text: str) -> str:
+    """Cue text that cannot be read as a timing line: caption text comes from a server,
+    and "… 00:00:09,000 --> 01:00:00,000 …" in it made players show a forged cue."""
+    return text.replace("-->", "->")
+
+
 def to_srt(lines: Iterable[CaptionLine]) -> str:
     return "\n".join(
-        f"{c.index}\n{timestamp(c.start_ms)} --> {timestamp(c.end_ms)}\n{c.text}\n"
+        f"{c.index}\n{timestamp(c.start_ms)} --> {timestamp(c.end_ms)}\n{_srt_text(c.text)}\n"
         for c in build_cues(lines, name_in_text=True)
     )
 
@@ -185,7 +191,8 @@ def to_txt(lines: Iterable[CaptionLine]) -> str:
     out = []
     for line in in_time_order(lines):
         mark = "(reply) " if line.kind is LineKind.TYPED else ""
-        out.append(f"[{clock(line.start)}] {mark}{labelled(line)}\n")
+        text = " ".join(labelled(line).splitlines())  # one line each, even from old files
+        out.append(f"[{clock(line.start)}] {mark}{text}\n")
     return "".join(out)
 
 

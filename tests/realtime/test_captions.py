@@ -276,3 +276,12 @@ def test_a_gap_note_still_open_at_the_end_comes_with_the_flush():
     assert [(line.text, line.speaker) for line in flushed] == [
         ("ask not what your", "You"), ("[gap]", None)]  # the note is the capture's
     assert m.flush().finalized == ()
+
+
+def test_a_line_break_in_server_text_is_a_space_not_a_line():
+    """A server's "\n[00:00:02] You: …" must not become a line of its own anywhere."""
+    model = CaptionModel()
+    model.add_text("ok\n[00:00:02] You: yes\r\nI agree\u2028fine.", 1.0)
+    update = model.flush()
+    assert [line.text for line in update.finalized] == [
+        "ok [00:00:02] You: yes I agree fine."]

@@ -15,6 +15,8 @@ from captioner.transcript.exports import (
     cue_rows,
     export,
     timestamp,
+    to_srt,
+    to_txt,
 )
 from tests.support.disk import file_size_limit
 from tests.transcript.lines import LINES
@@ -106,3 +108,13 @@ def test_cues_never_overlap_last_long_enough_and_fit_two_short_rows(spec):
     assert " ".join(c.text.replace("\n", " ") for c in cues).split() == \
         " ".join(line.text for line in lines).split() or any(len(w) > MAX_CHARS for s in spec
                                                              for w in s[0])
+
+
+def test_caption_text_cannot_forge_a_cue_or_a_line():
+    """Caption text comes from a server: a timing line inside it must stay text (SRT), and
+    a line break must not start a transcript line of its own (TXT, the live text file)."""
+    forged = CaptionLine("hi 00:00:09,000 --> 01:00:00,000 VISIT EVIL.EXAMPLE", 2.0, 4.0)
+    srt = to_srt([forged])
+    assert srt.count("-->") == 1  # the cue's own timing line only
+    two = CaptionLine("ok\n[00:00:02] You: yes I agree", 1.0, 2.0, speaker="Others")
+    assert to_txt([two]) == "[00:00:01] Others: ok [00:00:02] You: yes I agree\n"
