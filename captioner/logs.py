@@ -22,11 +22,9 @@ from pathlib import Path
 
 import platformdirs
 
-from captioner.settings import APP_NAME
+from captioner.settings import APP_NAME, PRIVATE_DIR, PRIVATE_FILE
 
 MASK = "***"
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
 
 # A name that holds a secret: …token, …secret, …password, …api_key, …signature, the AWS
 # secret key (not "…tokens": usage counts stay readable).

@@ -38,7 +38,8 @@ Source = Literal["mic", "system", "both"]
 DEFAULT_MIC_LABEL = "You"
 DEFAULT_SYSTEM_LABEL = "Others"
 RANGE = "range"  # field metadata key: (lowest, highest) accepted value
-PRIVATE_DIR = 0o700
+PRIVATE_DIR = 0o700  # folders holding settings, logs, transcripts: this user's only
+PRIVATE_FILE = 0o600
 
 
 def ranged(default: float, lowest: float, highest: float) -> Any:

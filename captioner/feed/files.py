@@ -16,6 +16,7 @@ from typing import TextIO
 
 from captioner.feed.errors import FeedError
 from captioner.realtime.captions import CaptionLine, LineKind
+from captioner.settings import PRIVATE_DIR, PRIVATE_FILE
 from captioner.transcript.exports import VTT_HEADER, build_cues, to_txt, vtt_cue
 
 
@@ -30,9 +31,12 @@ class _LiveFile:
     def _write(self, text: str, fresh: bool = False) -> None:
         try:
             if self._file is None or fresh:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
+                # private as the journal is: the folder is often the transcript folder,
+                # and a file made earlier may still be readable by others
+                self.path.parent.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
                 fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if fresh else
-                                                                     os.O_APPEND), 0o600)
+                                                                     os.O_APPEND), PRIVATE_FILE)
+                os.fchmod(fd, PRIVATE_FILE)
                 self._file = open(fd, "w", encoding="utf-8", errors="replace",  # noqa: SIM115
                                   newline="\n")
             self._file.write(text)

@@ -52,6 +52,7 @@ from typing import Any
 
 from captioner.realtime.captions import CaptionLine, LineKind
 from captioner.realtime.speakers import in_time_order
+from captioner.settings import PRIVATE_DIR, PRIVATE_FILE
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import JournalError
 
@@ -60,8 +61,6 @@ log = logging.getLogger(__name__)
 VERSION = 1
 SUFFIX = ".jsonl"
 PREFIX = "captions-"
-PRIVATE_FILE = 0o600
-PRIVATE_DIR = 0o700
 
 
 def _describe(exc: OSError, path: Path) -> str:

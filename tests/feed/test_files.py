@@ -35,6 +35,19 @@ def test_text_file_appends_each_line_as_it_comes_and_is_private(tmp_path):
     assert path.read_text() == ""
 
 
+def test_a_live_file_and_its_new_folder_are_private_whatever_was_there(tmp_path):
+    """The default folder is the transcript folder: made here first, it must be 0700 as
+    the journal's; and a file left readable by others must not receive captions."""
+    made = tmp_path / "Captioner"
+    LiveTextFile(made / "live.txt").add(LINES[0])
+    assert stat.S_IMODE(os.stat(made).st_mode) == 0o700
+    old = tmp_path / "old.vtt"
+    old.write_text("")
+    old.chmod(0o644)
+    LiveVttFile(old).add(LINES[0])
+    assert stat.S_IMODE(os.stat(old).st_mode) == 0o600
+
+
 def test_vtt_file_is_valid_webvtt_at_every_step(tmp_path):
     path = tmp_path / "live.vtt"
     out = LiveVttFile(path)
