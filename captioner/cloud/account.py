@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from captioner.cloud.calls import call
-from captioner.cloud.deploy_plan import tts_image
+from captioner.cloud.deploy_plan import NAME_PREFIX, tts_image
 from captioner.cloud.errors import AwsError, DeployConfigError, EndpointControlError
 from captioner.cloud.images import parse_image_uri
 from captioner.cloud.model_source import parse_model_source
@@ -214,8 +214,8 @@ def execution_role_policies(*, partition: str, region: str, account: str,
     """Exactly what an endpoint of this image and model needs, no more.
 
     Pull of the image's repository (plus GetAuthorizationToken, which has no resource
-    scope), read of the model prefix when the model comes from S3, the endpoint's own
-    log groups, and its metrics. Raises DeployConfigError for a URI it cannot scope.
+    scope), read of the model prefix when the model comes from S3, the log groups of
+    Captioner's endpoints only, and its metrics. Raises DeployConfigError for a URI it cannot scope.
     """
     if not ACCOUNT_RE.match(account):
         raise DeployConfigError(f"{account!r} is not an AWS account id (12 digits).")
@@ -238,7 +238,9 @@ def execution_role_policies(*, partition: str, region: str, account: str,
         if source.prefix:
             list_statement["Condition"] = {"StringLike": {"s3:prefix": [f"{source.prefix}*"]}}
         statements.append(list_statement)
-    log_groups = f"arn:{partition}:logs:{region}:{account}:log-group:{LOG_GROUP_PREFIX}*"
+    # Captioner's endpoints only (named captioner-<kind>-<time>), not every team's
+    log_groups = (f"arn:{partition}:logs:{region}:{account}:log-group:"
+                  f"{LOG_GROUP_PREFIX}{NAME_PREFIX}-*")
     statements += [
         {"Sid": "OwnLogs", "Effect": "Allow",
          "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents",

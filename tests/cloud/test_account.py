@@ -62,7 +62,7 @@ def test_the_execution_role_policy_is_least_privilege() -> None:
     assert statements["PullImage"]["Resource"] == (
         f"arn:aws:ecr:{REGION}:{ACCOUNT}:repository/captioner-stt")
     assert statements["OwnLogs"]["Resource"][0] == (
-        f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/Endpoints/*")
+        f"arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/sagemaker/Endpoints/captioner-*")
     with_s3 = {s["Sid"]: s for s in policies("s3://models/voxtral").permissions["Statement"]}
     assert with_s3["ReadModel"] == {"Sid": "ReadModel", "Effect": "Allow",
                                     "Action": "s3:GetObject",
