@@ -32,7 +32,9 @@ ln -sf AppRun "$appdir/captioner"
 
 compress=(gzip -6)
 command -v pigz >/dev/null && compress=(pigz -6)
-tar -C "$out" -cf - "$name" | "${compress[@]}" > "$out/$name.tar.gz"
+# root-owned entries: unpacked by root, files must not belong to the build machine's user
+tar -C "$out" --owner=0 --group=0 --numeric-owner -cf - "$name" \
+  | "${compress[@]}" > "$out/$name.tar.gz"
 echo "build_appimage: wrote $out/$name.tar.gz ($(du -h "$out/$name.tar.gz" | cut -f1))"
 
 if command -v appimagetool >/dev/null; then

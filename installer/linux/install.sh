@@ -29,7 +29,9 @@ fi
 
 mkdir -p "$app" "$bin" "$share/applications" "$icons/256x256/apps" "$icons/scalable/apps"
 rm -rf "$app"
-cp -a "$here/lib/captioner" "$app"
+# Owned by whoever installs (root for --system), never by whoever unpacked the tarball:
+# a user owning /opt/captioner could swap the program root and everyone else run.
+cp -a --no-preserve=ownership "$here/lib/captioner" "$app"
 ln -sf "$app/captioner" "$bin/captioner"
 sed "s|^Exec=.*|Exec=$app/captioner|" "$here/share/applications/captioner.desktop" \
   > "$share/applications/captioner.desktop"

@@ -58,6 +58,8 @@ def unpacked(build, tmp_path_factory) -> Path:
     (tarball,) = dist.glob("Captioner-*-linux-*.tar.gz")
     target = tmp_path_factory.mktemp("unpacked")
     with tarfile.open(tarball) as tar:
+        # unpacked by root, no file may belong to the build machine's user
+        assert {(m.uid, m.gid) for m in tar.getmembers()} == {(0, 0)}
         tar.extractall(target, filter="tar")
     (folder,) = target.iterdir()
     return folder
