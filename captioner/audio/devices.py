@@ -53,6 +53,7 @@ LOOPBACK_NAME = re.compile(
     r"blackhole|loopback|soundflower|stereo mix|what u hear|monitor of", re.IGNORECASE
 )
 _PULSE_INDEX_BASE = 1000  # Pulse entries are numbered apart from PortAudio's devices
+_PACTL_NULL = "(null)"  # what pactl 16's JSON says for a non-ASCII description
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,7 @@ def pulse_devices(
         kind: DeviceKind = "system" if is_monitor else "mic"
         is_default = name == (default_monitor if is_monitor else default_source)
         out.append(AudioDevice(
-            first_index + i, str(src.get("description") or name), kind, channels, rate,
+            first_index + i, _description(src, name), kind, channels, rate,
             is_default=is_default, hostapi="PulseAudio", open_index=pulse_index, pulse_name=name,
         ))
     base = first_index + len(sources)
@@ -170,11 +171,30 @@ def pulse_devices(
         name = str(sink.get("name", ""))
         channels, rate = _spec(sink.get("sample_specification"))
         out.append(AudioDevice(
-            base + i, str(sink.get("description") or name), "output", channels, rate,
+            base + i, _description(sink, name), "output", channels, rate,
             is_default=name == default_sink, hostapi="PulseAudio", open_index=pulse_index,
             pulse_name=name,
         ))
     return _defaults_first(out)
+
+
+def pactl_descriptions(listing: str) -> dict[str, str]:
+    """Name → description from ``pactl list sinks|sources`` text (the ``Name:`` and
+    ``Description:`` lines of each block).
+
+    pactl 16's JSON writes "(null)" for any description that is not plain ASCII;
+    its text listing has them right.
+    """
+    out: dict[str, str] = {}
+    name: str | None = None
+    for line in listing.splitlines():
+        if not line[:1].isspace():  # "Sink #3": a new block
+            name = None
+        elif line.startswith("\tName: "):
+            name = line.removeprefix("\tName: ")
+        elif line.startswith("\tDescription: ") and name is not None:
+            out[name] = line.removeprefix("\tDescription: ")
+    return out
 
 
 def wasapi_devices(
@@ -261,6 +281,15 @@ def _defaults_first(devices: list[AudioDevice]) -> list[AudioDevice]:
     return sorted(devices, key=lambda d: not d.is_default)  # stable: order kept otherwise
 
 
+def _description(row: Mapping[str, Any], name: str) -> str:
+    """The row's description, or its Pulse name when pactl gave none (or "(null)")."""
+    return name if _lacks_description(row) else str(row["description"])
+
+
+def _lacks_description(row: Mapping[str, Any]) -> bool:
+    return row.get("description") in (None, "", _PACTL_NULL)
+
+
 def _spec(spec: object) -> tuple[int, float]:
     """'s16le 2ch 44100Hz' → (2, 44100.0); unknown parts fall back to stereo 48 kHz."""
     text = str(spec or "")
@@ -313,14 +342,15 @@ def refresh_portaudio() -> None:
 
 
 def pactl(*args: str, timeout: float = 5.0) -> str | None:
-    """Output of ``pactl args…`` in the C locale, or None if Pulse is not there."""
+    """Output of ``pactl args…`` in the C locale (English labels), or None if Pulse is
+    not there. Pulse's strings are UTF-8 whatever the locale, so they are read as such."""
     exe = shutil.which("pactl")
     if exe is None:
         return None
     env = dict(os.environ, LC_ALL="C")
     try:
-        done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
-                              env=env, check=False)
+        done = subprocess.run([exe, *args], capture_output=True, encoding="utf-8",
+                              errors="replace", timeout=timeout, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log.debug("! pactl %s failed: %s", " ".join(args), exc)
         return None
@@ -331,13 +361,25 @@ def pactl(*args: str, timeout: float = 5.0) -> str | None:
 
 
 def _pulse_listing(pulse_index: int) -> list[AudioDevice] | None:
-    sources = _pactl_json("sources")
-    sinks = _pactl_json("sinks")
+    sources = _pactl_rows("sources")
+    sinks = _pactl_rows("sinks")
     if sources is None or sinks is None:
         return None
     default_sink = (pactl("get-default-sink") or "").strip() or None
     default_source = (pactl("get-default-source") or "").strip() or None
     return pulse_devices(sources, sinks, default_source, default_sink, pulse_index)
+
+
+def _pactl_rows(what: str) -> list[dict[str, Any]] | None:
+    """Sinks or sources as dicts; descriptions pactl's JSON lost (or older pactl's short
+    listing lacks) are taken from the text listing, one more call only when needed."""
+    rows = _pactl_json(what)
+    if rows is not None and any(_lacks_description(r) for r in rows):
+        found = pactl_descriptions(pactl("list", what) or "")
+        for row in rows:
+            if _lacks_description(row) and str(row.get("name")) in found:
+                row["description"] = found[str(row.get("name"))]
+    return rows
 
 
 def _pactl_json(what: str) -> list[dict[str, Any]] | None:

@@ -2,10 +2,12 @@
 
 import pytest
 
+from captioner.audio import devices as devices_module
 from captioner.audio.devices import (
     AudioDevice,
     find_device,
     list_devices,
+    pactl_descriptions,
     portaudio_devices,
     pulse_devices,
     wasapi_devices,
@@ -139,3 +141,79 @@ def test_real_pulse_listing_has_the_test_sink_monitor_as_default(pulse):
     assert system.pulse_name == pulse.monitor and system.hostapi == "PulseAudio"
     assert find_device(devices, "output").pulse_name == pulse.sink
     assert find_device(devices, "system", pulse.monitor) == system
+
+
+# Descriptions pactl 16's JSON gives as "(null)": accents with a space, emoji,
+# Cyrillic, CJK, right-to-left.
+NON_ASCII_SINKS = {
+    "fr_speakers": "Haut-parleurs intégrés",
+    "headphones": "Écouteurs 🎧",
+    "ru_headset": "Наушники",
+    "cjk_headset": "耳机",
+    "he_speakers": "רמקולים",
+}
+NON_ASCII_MIC = ("es_mic", "Micrófono USB")
+
+
+@pytest.fixture
+def non_ascii_devices(pulse):
+    """Null sinks (and a microphone on the first) with the descriptions above,
+    unloaded afterwards so the session's Pulse is left as it was."""
+    modules = [
+        pulse.pactl("load-module", "module-null-sink", f"sink_name={name}",
+                    f"sink_properties='device.description=\"{desc}\"'")
+        for name, desc in NON_ASCII_SINKS.items()
+    ]
+    mic, mic_desc = NON_ASCII_MIC
+    modules.append(pulse.pactl(
+        "load-module", "module-remap-source", f"master={next(iter(NON_ASCII_SINKS))}.monitor",
+        f"source_name={mic}", f"source_properties='device.description=\"{mic_desc}\"'"))
+    try:
+        yield
+    finally:
+        for module in reversed(modules):
+            pulse.pactl("unload-module", module)
+
+
+def test_non_ascii_device_names_are_listed_and_found_by_name(non_ascii_devices):
+    devices = list_devices()
+    assert not [d for d in devices if "(null)" in d.name]
+    for name, desc in NON_ASCII_SINKS.items():
+        output = find_device(devices, "output", desc)
+        assert (output.pulse_name, output.name) == (name, desc)
+        monitor = find_device(devices, "system", f"Monitor of {desc}")
+        assert monitor.pulse_name == f"{name}.monitor"
+    mic, mic_desc = NON_ASCII_MIC
+    assert find_device(devices, "mic", mic_desc).pulse_name == mic
+
+
+def test_text_listing_is_read_only_when_a_description_is_missing(pulse, monkeypatch):
+    calls: list[tuple[str, ...]] = []
+    real = devices_module.pactl
+
+    def counting(*args: str, **kwargs: float) -> str | None:
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(devices_module, "pactl", counting)
+    list_devices()  # the session's sinks are all named in ASCII
+    assert ("list", "sinks") not in calls and ("list", "sources") not in calls
+
+
+def test_descriptions_from_the_text_listing():
+    listing = (
+        "Sink #0\n\tState: IDLE\n\tName: alsa_output.pci\n"
+        "\tDescription: Audio interne: Stéréo analogique\n"
+        "\tProperties:\n\t\tdevice.description = \"Audio interne: Stéréo analogique\"\n\n"
+        "Sink #1\n\tName: no_description\n\n"
+        "Sink #2\n\tName: usb\n\tDescription: Наушники \n"
+    )
+    assert pactl_descriptions(listing) == {
+        "alsa_output.pci": "Audio interne: Stéréo analogique", "usb": "Наушники "}
+
+
+def test_null_description_falls_back_to_the_pulse_name():
+    sinks = [{"name": "alsa_output.usb", "description": "(null)",
+              "sample_specification": "s16le 2ch 48000Hz"}]
+    (device,) = pulse_devices([], sinks, None, "alsa_output.usb", pulse_index=7)
+    assert device.name == "alsa_output.usb"
