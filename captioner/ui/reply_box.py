@@ -251,7 +251,7 @@ class ReplyBox(QWidget):
         self.controller.say(text)
 
     def _escape(self) -> None:
-        if self.controller.status.busy or self.controller.pending:
+        if self.controller.busy:  # a reply still opening the output counts: Esc stops it
             self.controller.stop()
         else:
             self.hide()

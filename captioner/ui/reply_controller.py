@@ -50,6 +50,7 @@ BAD_ENDPOINT = "Voice endpoint setting is wrong — using this computer's voice.
 NO_OUTPUT = "Audio output unavailable — using this computer's voice."
 DEFAULT_OUTPUT_ONLY = "This computer's voice plays on the default output only."
 OUTPUT_GONE = "The reply stopped: its audio output went away."
+OPENING_OUTPUT = "Opening the audio output…"
 IDLE_CLOSE_SECONDS = 30.0
 
 
@@ -153,6 +154,7 @@ class ReplyController(QObject):
         self._queue: asyncio.Queue[str] = asyncio.Queue()
         self._worker: asyncio.Task[None] | None = None
         self._generation = 0  # bumped by stop(): replies queued before it are dropped
+        self._held: int | None = None  # generation of a reply taken but not yet under way
         self.status = ReplyStatus(SpeakerState.IDLE, "Ready.")
 
     @property
@@ -193,18 +195,27 @@ class ReplyController(QObject):
         return True
 
     def stop(self) -> None:
-        """Stop the reply being spoken and drop the queued ones."""
+        """Stop the reply being spoken (or still being prepared) and drop the queued ones."""
+        stopping = self.busy
         self._generation += 1
         while not self._queue.empty():
             self._queue.get_nowait()
         if self.speaker is not None:
             self.speaker.stop()
-        if self.status.busy:
+        if stopping:
             self._publish(ReplyStatus(SpeakerState.IDLE, "Stopped."))
 
     @property
     def pending(self) -> int:
         return self._queue.qsize()
+
+    @property
+    def busy(self) -> bool:
+        """A reply is queued, being prepared or being spoken: there is something to stop.
+
+        The worker holds a reply for a while before the speaker's status says so (the
+        output can take seconds to open), so the status alone is not enough."""
+        return self.status.busy or self.pending > 0 or self._held == self._generation
 
     async def aclose(self) -> None:
         """Stop, end the worker and release the output device (on quit)."""
@@ -231,11 +242,13 @@ class ReplyController(QObject):
             except TimeoutError:
                 await self._close_sink()  # idle: give the sound card back
                 text = await self._queue.get()
-            generation = self._generation
+            generation = self._held = self._generation
             try:
                 speaker = await self._prepare()
-                if generation != self._generation:
-                    continue  # stopped while the device was opening
+                if generation != self._generation:  # stopped while the output was opening
+                    if self.status.busy:  # "Opening…" came after "Stopped."
+                        self._publish(ReplyStatus(SpeakerState.IDLE, "Stopped."))
+                    continue
                 await speaker.speak(text)
                 failure = self.sink.failure if self.sink is not None else None
                 if failure is not None:  # the next reply opens the output again
@@ -247,6 +260,8 @@ class ReplyController(QObject):
                 log.exception("! reply failed")
                 self._publish(ReplyStatus(SpeakerState.ERROR,
                                           "The reply could not be spoken (see the log)."))
+            finally:
+                self._held = None
 
     async def _prepare(self) -> Speaker:
         """Bring the speaker in line with the settings before a reply."""
@@ -302,6 +317,9 @@ class ReplyController(QObject):
             return
         await self._close_sink()
         sink = self._sink_factory(device)
+        # Opening can take seconds (the device warms up): say so, so the reply reads as
+        # under way and Esc or Stop can drop it.
+        self._publish(ReplyStatus(SpeakerState.CONNECTING, OPENING_OUTPUT))
         try:
             await sink.open()
         except PlaybackError as exc:
@@ -357,6 +375,7 @@ class ReplyController(QObject):
         return None
 
     def _on_status(self, status: SpeakerStatus) -> None:
+        self._held = None  # the speaker has the reply: its status now says whether it is busy
         problem = self._setup_problem()
         reply = describe(status, problem[0] if problem else None)
         if problem is not None and (reply.local_voice or status.message == "Ready."):

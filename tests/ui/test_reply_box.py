@@ -24,6 +24,7 @@ from captioner.ui.reply_controller import (
     FALLBACK,
     NO_ENDPOINT,
     NO_OUTPUT,
+    OPENING_OUTPUT,
     OUTPUT_GONE,
     ReplyController,
     ReplyStatus,
@@ -132,7 +133,10 @@ def test_enter_speaks_through_the_endpoint_and_emits_spoken(qapp, qtbot, tmp_pat
     assert session.config.voice == "ryan" and session.config.language == "English"
     assert "".join(session.texts) == "Hello there. How are you?"
     assert h.pcm() == bytes(session.pcm) and len(session.pcm) > 0
-    assert [s.state for s in h.statuses][:2] == [SpeakerState.CONNECTING, SpeakerState.SPEAKING]
+    assert [(s.state, s.text) for s in h.statuses][:2] == [
+        (SpeakerState.CONNECTING, OPENING_OUTPUT),
+        (SpeakerState.CONNECTING, "Connecting to the voice service…")]
+    assert h.statuses[2].state is SpeakerState.SPEAKING
     assert h.voice.said == []
 
 
@@ -227,6 +231,27 @@ def test_stop_cancels_the_reply_and_drops_the_queue(qapp, qtbot, tmp_path,
     assert len(omni_server.sessions) == 1
     assert omni_server.sessions[0].closed_by == "client"
     assert len(omni_server.sessions[0].sentences) < 12
+
+
+def test_esc_right_after_enter_stops_the_reply_while_the_output_opens(qapp, qtbot, tmp_path,
+                                                                    pulse):
+    """The first reply waits seconds for the output to warm up; Esc then must stop it, as
+    Stop does, not hide the box and let it play."""
+    h = Harness(tmp_path, "", sink_factory=Player)
+
+    async def scenario():
+        type_and_enter(qtbot, h.box, "Please hold on a second.")
+        await wait_until(lambda: h.controller.pending == 0, 5, "the worker to take the reply")
+        assert h.box.status_label.text() == OPENING_OUTPUT
+        qtbot.keyClick(h.box.text_edit, Qt.Key.Key_Escape)
+        assert h.box.isVisible()
+        assert h.box.status_label.text() == "Stopped."
+        type_and_enter(qtbot, h.box, "The next one.")  # spoken once the output is open
+        await wait_until(lambda: h.spoken, 15, "the next reply")
+        await h.controller.aclose()
+
+    run_async(qapp, scenario)
+    assert h.spoken == h.voice.said == ["The next one."]
 
 
 def test_endpoint_down_uses_this_computers_voice_and_says_so(qapp, qtbot, tmp_path):
