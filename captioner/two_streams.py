@@ -27,9 +27,10 @@ from typing import Any, Protocol
 
 from captioner.aiotasks import cancel_and_wait
 from captioner.audio.capture import AudioCapture
+from captioner.audio.devices import list_devices
 from captioner.audio.dual import DualCapture
 from captioner.audio.handover import unwrapped
-from captioner.audio.reply_cancel import PlayedAudio, reply_filter
+from captioner.audio.reply_cancel import PlayedAudio, hears_replies, reply_filter
 from captioner.captioning import (
     AudioSource,
     Captioner,
@@ -234,12 +235,14 @@ def open_source(audio: AudioSettings, played: PlayedAudio | None = None
                 ) -> AudioSource | DualCapture:
     """The capture the settings ask for (one stream, or two). Raises AudioError.
 
-    ``played``: the app's spoken replies, cancelled from what is captured (by a
-    microphone only with echo cancellation on: see ``reply_filter``)."""
+    ``played``: the app's spoken replies, cancelled from what is captured when it hears
+    them (see ``hears_replies``)."""
     if audio.two_streams:
         return DualCapture.from_settings(audio, played=played)
+    devices = list_devices()
     return AudioCapture.from_settings(
-        audio, chunk_filter=reply_filter(played, audio.source, audio.echo_cancel))
+        audio, devices,
+        chunk_filter=reply_filter(played, hears_replies(audio, audio.source, devices)))
 
 
 def captioner_for(settings: Settings, source: AudioSource | DualCapture, **options: Any

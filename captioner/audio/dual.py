@@ -22,9 +22,9 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from captioner.audio.capture import LEVEL_FLOOR_DBFS, AudioCapture
-from captioner.audio.devices import AudioDevice
+from captioner.audio.devices import AudioDevice, list_devices
 from captioner.audio.echo import EchoCanceller
-from captioner.audio.reply_cancel import PlayedAudio, reply_filter
+from captioner.audio.reply_cancel import PlayedAudio, hears_replies, reply_filter
 from captioner.audio.resample import TARGET_RATE
 from captioner.audio.streams import StreamOpener, open_input
 from captioner.settings import AudioSettings
@@ -122,17 +122,18 @@ class DualCapture:
                       played: PlayedAudio | None = None) -> DualCapture:
         """Raises :class:`DeviceNotFound` like :meth:`AudioCapture.from_settings`. The mic
         filter is WebRTC echo cancellation unless ``audio.echo_cancel`` is off. With
-        ``played``, each side cancels the app's own spoken replies on its own (the system
-        side's are gone before the mic filter reads it as its reference); the mic only
-        with echo cancellation on."""
+        ``played``, each side that hears the app's own spoken replies cancels them on its
+        own (the system side's are gone before the mic filter reads it as its reference):
+        see :func:`~captioner.audio.reply_cancel.hears_replies`."""
         if mic_filter is None and audio.echo_cancel:
             mic_filter = EchoCanceller()
+        devices = list(devices) if devices is not None else list_devices()
         captures = []
         for role in ("mic", "system"):
             one = AudioSettings(**{**vars(audio), "source": role})
             captures.append(AudioCapture.from_settings(
                 one, devices, opener,
-                chunk_filter=reply_filter(played, role, audio.echo_cancel)))
+                chunk_filter=reply_filter(played, hears_replies(audio, role, devices))))
         return cls(*captures, mic_filter=mic_filter)
 
     @property

@@ -36,14 +36,17 @@ from __future__ import annotations
 import collections
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import soxr
 
+from captioner.audio.devices import AudioDevice, find_device
 from captioner.audio.echo import EchoCanceller
+from captioner.audio.errors import DeviceNotFound
 from captioner.audio.resample import TARGET_RATE
+from captioner.settings import AudioSettings
 
 if TYPE_CHECKING:
     from captioner.audio.dual import MicFilter
@@ -188,16 +191,37 @@ class ReplyCanceller:
             return chunk
 
 
-def reply_filter(played: PlayedAudio | None, source: str = "system",
-                 echo_cancel: bool = True) -> Callable[[bytes, float], bytes] | None:
-    """A capture's ``chunk_filter`` cancelling the replies in ``played`` (None: none).
-
-    A microphone (``source`` "mic") cancels them only with echo cancellation on: with it
-    off (headphones) the mic does not hear the replies, and a canceller whose echo never
-    comes still changes what it does hear."""
-    if played is None or (source == "mic" and not echo_cancel):
+def reply_filter(played: PlayedAudio | None, hears: bool = True
+                 ) -> Callable[[bytes, float], bytes] | None:
+    """A capture's ``chunk_filter`` cancelling the replies in ``played``; None without
+    replies or for a capture that does not hear them (``hears``, see :func:`hears_replies`):
+    a canceller whose echo never comes still changes what the capture does hear."""
+    if played is None or not hears:
         return None
     return ReplyCanceller(played).process
 
 
-__all__ = ["PlayedAudio", "ReplyCanceller", "reply_filter"]
+def hears_replies(audio: AudioSettings, source: str, devices: Sequence[AudioDevice]) -> bool:
+    """Whether the capture of ``source`` ("mic", "system", "both") hears the replies.
+
+    The app keeps only replies played on the default output (``_reply_player`` in
+    ``ui/app.py``). System audio hears them when it is the default system audio (the
+    default output's monitor or loopback), not a picked device such as a headset's
+    monitor; a microphone hears them from the speakers, unless echo cancellation is off
+    (headphones)."""
+    mic = source in ("mic", "both") and audio.echo_cancel
+    return mic or (source in ("system", "both") and _default_system(audio, devices))
+
+
+def _default_system(audio: AudioSettings, devices: Sequence[AudioDevice]) -> bool:
+    """``audio`` captures the default system audio, left unset or picked by name."""
+    if not audio.system_device:
+        return True
+    try:
+        return find_device(devices, "system", audio.system_device) == find_device(
+            devices, "system")
+    except DeviceNotFound:  # opening the capture says so
+        return False
+
+
+__all__ = ["PlayedAudio", "ReplyCanceller", "hears_replies", "reply_filter"]

@@ -16,11 +16,19 @@ import pytest
 import soxr
 
 from captioner.audio.capture import AudioCapture
+from captioner.audio.devices import list_devices
 from captioner.audio.playback import Player, list_output_devices
-from captioner.audio.reply_cancel import TAIL_SECONDS, PlayedAudio, ReplyCanceller, reply_filter
+from captioner.audio.reply_cancel import (
+    TAIL_SECONDS,
+    PlayedAudio,
+    ReplyCanceller,
+    hears_replies,
+    reply_filter,
+)
 from captioner.audio.resample import TARGET_RATE
 from captioner.engine.whisper import WhisperEngine
 from captioner.tts.fallback import EspeakVoice
+from tests.support.pulse import Headset
 from tests.support.speech import load_wav, make_speech, pcm16_to_float
 from tests.support.speech_set import clip
 
@@ -314,3 +322,87 @@ def test_a_microphone_alone_cancels_replies_unless_echo_cancellation_is_off(puls
         assert np.median(db) < -50
     else:
         assert np.median(db) > -35
+
+
+def aligned_difference_db(heard: bytes, twin: bytes, window: int = TARGET_RATE // 2) -> float:
+    """The loudest half second of ``heard`` minus ``twin`` (the same device captured at
+    the same time, ``twin`` shifted onto it), in dB against ``twin`` there."""
+    a, b = pcm16_to_float(heard), pcm16_to_float(twin)
+    n = min(a.size, b.size)
+    spectrum = np.fft.rfft(a[:n], 2 * n) * np.conj(np.fft.rfft(b[:n], 2 * n))
+    lag = int(np.argmax(np.fft.irfft(spectrum)))
+    lag = lag - 2 * n if lag > n else lag  # a[i + lag] is b[i]
+    a, b = (a[lag:], b) if lag >= 0 else (a, b[-lag:])
+    n = min(a.size, b.size) // window * window
+    diff = (a[:n] - b[:n]).reshape(-1, window)
+    level = b[:n].reshape(-1, window)
+    loud = np.sqrt(np.mean(level ** 2, axis=1)) > 0.01  # where someone speaks
+    ratio = np.sqrt(np.mean(diff ** 2, axis=1)[loud] / np.mean(level ** 2, axis=1)[loud])
+    return float(20 * np.log10(max(ratio.max(), 1e-9)))
+
+
+@needs_espeak
+def test_system_audio_of_a_picked_device_is_left_alone_while_a_reply_plays_elsewhere(pulse):
+    """System audio from a headset's monitor while the reply plays on the default output:
+    that capture never hears the reply, so no canceller may touch it (AEC3 with a
+    reference whose echo never comes changed Kennedy's words: docs/echo-cancellation.md).
+    Judged against a twin capture of the same device that knows of no replies."""
+    from captioner.settings import AudioSettings
+    from captioner.two_streams import open_source
+
+    with Headset(pulse, "captioner_picked", "Picked_headset") as headset:
+        audio = AudioSettings(source="system", system_device=headset.monitor)
+
+        async def scenario() -> tuple[bytes, bytes]:
+            played = PlayedAudio()
+            captures = (open_source(audio, played), open_source(audio))
+            heard = (bytearray(), bytearray())
+            for capture in captures:
+                await capture.start()
+
+            async def drain(capture, into: bytearray) -> None:
+                async for chunk in capture.chunks():
+                    into.extend(chunk)
+
+            readers = [asyncio.create_task(drain(capture, into))
+                       for capture, into in zip(captures, heard, strict=True)]
+            talking = asyncio.create_task(asyncio.to_thread(
+                pulse.play, clip("jfk").path, headset.name))
+            player = Player(None, tap=played)
+            await player.open()
+            try:
+                await asyncio.sleep(1.0)
+                await EspeakVoice(player, language="English").say(REPLY)
+                await player.drained()
+                await talking
+            finally:
+                await player.close()
+                for capture in captures:
+                    await capture.stop()
+                await asyncio.gather(*readers)
+            return bytes(heard[0]), bytes(heard[1])
+
+        heard, twin = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert rms(pcm16_to_float(twin)) > 0.01  # Kennedy reached the headset
+    assert aligned_difference_db(heard, twin) < -30
+
+
+def test_only_captures_that_hear_the_default_output_get_the_reply_canceller(pulse):
+    """Replies are kept for cancelling only when they play on the default output: its
+    monitor hears them (left as the default or picked by name), another device's does not,
+    and a microphone hears the speakers unless echo cancellation is off (headphones)."""
+    from captioner.settings import AudioSettings
+
+    with Headset(pulse, "captioner_other", "Other_headset") as headset:
+        devices = list_devices()
+
+        def hears(source: str, **settings: object) -> bool:
+            return hears_replies(AudioSettings(source=source, **settings), source, devices)
+
+        assert hears("system") and hears("system", system_device=pulse.monitor)
+        assert not hears("system", system_device=headset.monitor)
+        assert not hears("system", system_device="a device that is gone")
+        assert hears("mic") and not hears("mic", echo_cancel=False)
+        assert hears("both", system_device=headset.monitor)  # its microphone hears them
+        assert not hears("both", system_device=headset.monitor, echo_cancel=False)
+        assert hears("both", echo_cancel=False)
