@@ -72,7 +72,8 @@ STALL_SECONDS = 2.0  # a reply's output asking for nothing this long has gone aw
 
 
 class PlaybackError(AudioError, RuntimeError):
-    """The output device cannot be found or opened; ``str()`` says which and why."""
+    """The output device cannot be found or opened, or went away while open; ``str()``
+    says which and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,14 +385,17 @@ class Player:
         log.warning("! audio output %s", self.failure)
         self.cancel()
 
+    def _raise_if_gone(self) -> None:
+        if self.failure is not None:
+            raise PlaybackError(f"the audio output {self.failure}")
+
     # --- one reply -------------------------------------------------------------
 
     def start_reply(self, sample_rate: int) -> None:
         """Begin a reply whose PCM is at ``sample_rate``; drops what is left of the last one."""
         if self._stream is None:
             raise PlaybackError("the output is not open")
-        if self.failure is not None:
-            raise PlaybackError(f"the audio output {self.failure}")
+        self._raise_if_gone()
         self.cancel()
         self._reply += 1
         self._in_rate = sample_rate
@@ -423,7 +427,11 @@ class Player:
                                               quality=self.quality)
 
     async def write(self, pcm: bytes) -> None:
-        """Queue PCM s16le mono; waits only when the ring is full (network ahead of playback)."""
+        """Queue PCM s16le mono; waits only when the ring is full (network ahead of playback).
+
+        Raises PlaybackError once the output has gone away (also while waiting), so the
+        caller stops fetching a reply nobody can hear."""
+        self._raise_if_gone()
         if self._resampler is None or self._ended:
             return
         if self._first_write_at is None:
@@ -437,6 +445,7 @@ class Player:
         out = self._stretch(self._resampler.resample_chunk(samples))
         reply = self._reply
         await self._put_async(out)
+        self._raise_if_gone()
         if reply == self._reply and self._resampler is not None:
             self._schedule(math.ceil(self._resampler.delay() + self._stretcher.held_back))
 

@@ -14,7 +14,9 @@ sentence a user can read)::
         │   ├── IdleTimeout           the server went silent for too long
         │   ├── GenerationFailed      the server reported an error while generating
         │   └── StreamBroken          the stream ended or broke before ``session.done``
-        └── LocalVoiceError       the computer's own voice is missing or failed
+        ├── LocalVoiceError       the computer's own voice is missing or failed
+        └── OutputGone            the audio output went away mid-reply (no fallback: the
+                                  computer's voice would play on the same gone output)
 """
 
 from __future__ import annotations
@@ -68,3 +70,7 @@ class StreamBroken(SpeechFailure):
 
 class LocalVoiceError(TtsError):
     """No usable platform voice, or it failed while speaking."""
+
+
+class OutputGone(TtsError):
+    """The reply's audio output went away (unplugged, suspended) while it played."""

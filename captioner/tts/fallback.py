@@ -45,6 +45,10 @@ ESPEAK_VOICES = {
 
 
 class LocalVoice(Protocol):
+    """The computer's voice. One that knows when its audio starts also has an
+    ``on_start`` attribute (a callable or None), called once then: the speaker reports
+    the reply as spoken at that moment, so a reply that never sounds is not reported."""
+
     name: str  # shown in status messages, e.g. "espeak-ng"
 
     async def say(self, text: str) -> None:
@@ -66,33 +70,49 @@ class EspeakVoice:
         self.sink = sink
         self.voice = ESPEAK_VOICES.get(language, "en")
         self.executable = executable or shutil.which("espeak-ng") or "espeak-ng"
+        self.on_start: Callable[[], None] | None = None
         self._proc: asyncio.subprocess.Process | None = None
 
     def set_language(self, language: str) -> None:
         self.voice = ESPEAK_VOICES.get(language, "en")
 
     async def say(self, text: str) -> None:
-        args = [self.executable, "-v", self.voice]
-        if self.sink is not None:
-            args.append("--stdout")
+        if not text.strip():
+            return
+        # "--": a reply such as "-1 from me" is text, not an option
+        args = [self.executable, "-v", self.voice,
+                *(["--stdout"] if self.sink is not None else []), "--", text]
         try:
             self._proc = proc = await asyncio.create_subprocess_exec(
-                *args, text,
+                *args,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE if self.sink else asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
             )
         except OSError as exc:
             raise LocalVoiceError(f"cannot run espeak-ng: {exc.strerror or exc}") from exc
+        failure: LocalVoiceError | None = None
         try:
             if self.sink is not None and proc.stdout is not None:
-                await _play_wav_stream(proc.stdout, self.sink, self.name)
+                try:
+                    await _play_wav_stream(proc.stdout, self.sink, self.name, self.on_start)
+                except LocalVoiceError as exc:
+                    failure = exc  # told after espeak-ng's own reason, if it gave one
+            elif self.on_start is not None:
+                self.on_start()  # it plays by itself: as good a start as can be told
             _, err = await proc.communicate()
         finally:
             self._proc = None
-        if proc.returncode and proc.returncode > 0:
-            detail = err.decode(errors="replace").strip() if err else ""
+            if proc.returncode is None:  # cancelled, or the output went away
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+        if proc.returncode is not None and proc.returncode < 0:
+            return  # killed by stop()
+        detail = err.decode(errors="replace").strip()[-300:] if err else ""
+        if proc.returncode:
             raise LocalVoiceError(f"espeak-ng failed ({proc.returncode}) {detail}".strip())
+        if failure is not None:  # e.g. no audio, having printed why and exited 0
+            raise LocalVoiceError(f"{failure} ({detail})" if detail else str(failure))
         if self.sink is not None:
             self.sink.finish_reply()
             await self.sink.drained()
@@ -119,7 +139,7 @@ class SpdSayVoice:
     async def say(self, text: str) -> None:
         try:
             self._proc = proc = await asyncio.create_subprocess_exec(
-                self.executable, "--wait", "-l", self.language, text,
+                self.executable, "--wait", "-l", self.language, "--", text,  # text, not options
                 stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
             )
@@ -213,12 +233,15 @@ class RenderedVoice:
                  language: str = "English", timeout: float = 20.0) -> None:
         self.sink, self.name, self._args, self.language = sink, name, args, language
         self.timeout = timeout
+        self.on_start: Callable[[], None] | None = None
         self._proc: asyncio.subprocess.Process | None = None
 
     def set_language(self, language: str) -> None:
         self.language = language
 
     async def say(self, text: str) -> None:
+        if not text.strip():
+            return
         with tempfile.TemporaryDirectory(prefix="captioner-reply-") as folder:
             path = str(Path(folder) / "reply.wav")
             # off the event loop: macOS lists its voices once (a subprocess)
@@ -253,7 +276,7 @@ class RenderedVoice:
         stream = asyncio.StreamReader()
         stream.feed_data(wav)
         stream.feed_eof()
-        await _play_wav_stream(stream, self.sink, self.name)
+        await _play_wav_stream(stream, self.sink, self.name, self.on_start)
         self.sink.finish_reply()
         await self.sink.drained()
 
@@ -295,15 +318,17 @@ def find_local_voice(sink: AudioSink | None = None, *, language: str = "English"
     return None
 
 
-async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink,
-                           who: str) -> None:
-    """Feed a streamed WAV (sizes may be bogus) from ``who`` to ``sink`` as it arrives."""
+async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink, who: str,
+                           on_start: Callable[[], None] | None = None) -> None:
+    """Feed a streamed WAV (sizes may be bogus) from ``who`` to ``sink`` as it arrives.
+
+    The reply starts on the sink (and ``on_start`` is called) with its first samples;
+    a WAV without any is a LocalVoiceError: the text was not empty, so it went unsaid."""
     try:
         header = await stream.readexactly(12)
     except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return  # nothing to say (empty text)
-        raise LocalVoiceError(f"{who} produced no WAV header") from exc
+        what = "no WAV header" if exc.partial else "no audio"
+        raise LocalVoiceError(f"{who} produced {what}") from exc
     if header[:4] != b"RIFF" or header[8:12] != b"WAVE":
         raise LocalVoiceError(f"{who} output is not WAV")
     rate = 22_050
@@ -322,11 +347,18 @@ async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink,
                                     struct.unpack("<H", body[14:16])[0])
             if channels != 1 or bits != 16:
                 raise LocalVoiceError(f"{who} WAV is not 16-bit mono")
-    sink.start_reply(rate)
+    started = False
     odd = b""
     while data := await stream.read(8192):
         data = odd + data
         cut = len(data) - len(data) % 2
         odd = data[cut:]
         if cut:
+            if not started:
+                started = True
+                sink.start_reply(rate)
+                if on_start is not None:
+                    on_start()
             await sink.write(data[:cut])
+    if not started:
+        raise LocalVoiceError(f"{who} produced no audio")

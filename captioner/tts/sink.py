@@ -10,6 +10,8 @@ class AudioSink(Protocol):
 
     Call order: ``start_reply(rate)``, ``await write(pcm)``…, ``finish_reply()``,
     ``await drained()``; ``cancel()`` at any point drops what is buffered.
+    ``start_reply`` and ``write`` raise ``captioner.audio.errors.AudioError`` once the
+    output has gone away, so the reply ends instead of streaming into nothing.
     """
 
     def start_reply(self, sample_rate: int) -> None: ...

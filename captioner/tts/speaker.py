@@ -9,8 +9,10 @@ it; the others have already closed) and waits for the audio to drain.
 
 When the endpoint is missing, unreachable, silent for too long, or fails
 mid-reply, the status says so in plain words and the part of the reply not yet
-spoken goes to the :class:`LocalVoice`. Nothing here raises into the caller:
-every outcome is a :class:`ReplyResult` plus status callbacks.
+spoken goes to the :class:`LocalVoice`. When the audio output goes away the reply
+ends at once, without that fallback (it would play on the same gone output).
+Nothing here raises into the caller: every outcome is a :class:`ReplyResult` plus
+status callbacks.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from captioner.audio.errors import AudioError
 from captioner.transport.base import Connector, Transport, TransportError
 from captioner.tts.errors import (
     EndpointUnavailable,
     GenerationFailed,
     IdleTimeout,
     LocalVoiceError,
+    OutputGone,
     SpeechFailure,
     StreamBroken,
     TtsError,
@@ -233,6 +237,8 @@ class Speaker:
         stats = _EndpointStats()
         try:
             await self._speak_endpoint(text, progress, stats)
+        except AudioError as exc:  # the stream is closed; the fallback would play nowhere
+            return self._output_gone(text, "endpoint", exc, stats)
         except SpeechFailure as exc:
             log.warning("! %s", exc)
             self._set(SpeakerState.ERROR, str(exc), exc)
@@ -242,6 +248,8 @@ class Speaker:
             rest = progress.rest()
             result = (await self._speak_local(text, rest, exc, str(exc),
                                               announce=not stats.started) if rest else None)
+            if result is not None and isinstance(result.error, OutputGone):
+                return result
             if result is not None:
                 return ReplyResult(text, result.via, result.completed, error=exc,
                                    sentences=stats.sentences, pcm_bytes=stats.pcm_bytes,
@@ -272,15 +280,40 @@ class Speaker:
             return ReplyResult(text, "none", completed=False, error=failure)
         self._set(SpeakerState.SPEAKING, f"{reason}. Speaking with the computer's voice "
                   f"({voice.name}).", error, local_voice=True)
-        if announce:
-            self._spoken(SpokenReply(rest, "local"))
+
+        def started() -> None:
+            if announce:
+                self._spoken(SpokenReply(rest, "local"))
+
+        # Report the reply when its audio starts, where the voice can tell (a reply it
+        # never says is not reported as spoken); else now.
+        tells_start = hasattr(voice, "on_start")
+        if tells_start:
+            voice.on_start = started  # type: ignore[attr-defined]
+        else:
+            started()
         try:
             await voice.say(rest)
         except LocalVoiceError as exc:
             self._set(SpeakerState.ERROR, f"The computer's voice failed: {exc}", exc)
             return ReplyResult(text, "local", completed=False, error=error or exc)
+        except AudioError as exc:
+            return self._output_gone(text, "local", exc, None)
+        finally:
+            if tells_start:
+                voice.on_start = None  # type: ignore[attr-defined]
         self._set(SpeakerState.IDLE, "Ready.", error)
         return ReplyResult(text, "local", completed=True, error=error)
+
+    def _output_gone(self, text: str, via: Via, exc: AudioError,
+                     stats: _EndpointStats | None) -> ReplyResult:
+        """End the reply now: its output went away (the caller opens one again)."""
+        log.warning("! reply stopped: %s", exc)
+        gone = OutputGone(f"The reply stopped: {exc}.")
+        self._set(SpeakerState.ERROR, str(gone), gone)
+        stats = stats or _EndpointStats()
+        return ReplyResult(text, via, completed=False, error=gone, sentences=stats.sentences,
+                           pcm_bytes=stats.pcm_bytes, first_audio_at=stats.first_audio_at)
 
     async def _speak_endpoint(self, text: str, progress: _Progress,
                               stats: _EndpointStats) -> None:
@@ -344,6 +377,12 @@ class Speaker:
                         conn.send_close()
                         with contextlib.suppress(TransportError):
                             await self._flush(conn, transport)
+                        if server_error:  # e.g. an input.text it refused, then dropped
+                            raise GenerationFailed(f"The voice service failed: {server_error}")
+                        if not stats.pcm_bytes:  # the text was not empty: it went unsaid
+                            progress.done_upto = 0  # sentences "done" silently: say them all
+                            raise GenerationFailed("The voice service sent no audio for "
+                                                   "the reply")
                         return
                     elif isinstance(event, StreamEnded):
                         detail = f" ({server_error})" if server_error else ""

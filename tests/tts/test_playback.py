@@ -20,8 +20,9 @@ from captioner.audio.playback import (
 )
 from captioner.audio.streams import CLOSE_TIMEOUT
 from captioner.transport.websocket import websocket_connector
+from captioner.tts.errors import OutputGone
 from captioner.tts.events import SessionConfig
-from captioner.tts.speaker import Speaker
+from captioner.tts.speaker import ReplyResult, Speaker, SpeakerState, SpeakerStatus
 from tests.support.omni_server import ThreadedOmniServer
 from tests.support.pulse import Headset
 
@@ -386,3 +387,55 @@ def test_a_reply_whose_output_goes_away_ends_and_the_next_start_says_so(pulse, h
         failure, closing = asyncio.run(scenario(phones))
     assert failure is not None and "Phones" in failure
     assert closing < CLOSE_TIMEOUT + 2.0  # bounded, whatever the driver does
+
+
+class _NoVoice:
+    """The computer's voice, which must not be asked to play on an output that went away."""
+
+    name = "test voice"
+
+    def __init__(self) -> None:
+        self.said: list[str] = []
+
+    async def say(self, text: str) -> None:
+        self.said.append(text)
+
+    def stop(self) -> None:
+        pass
+
+
+def test_a_reply_whose_output_goes_away_stops_streaming_at_once(
+        pulse, omni_server: ThreadedOmniServer) -> None:
+    """Headphones unplugged while a server paced at real time still generates the reply:
+    the reply ends then (not when the last of ~7 s has been generated and thrown away),
+    the stream is closed, and nothing falls back onto the gone output."""
+    omni_server.behavior.realtime_factor = 1.0
+    voice = _NoVoice()
+    statuses: list[SpeakerStatus] = []
+
+    async def scenario(phones: Headset) -> tuple[ReplyResult, float]:
+        player = Player(phones.name)
+        await player.open()
+        try:
+            speaker = Speaker(websocket_connector(omni_server.url), player,
+                              SessionConfig(voice="vivian", language="English"),
+                              local_voice=voice, on_status=statuses.append)
+            reply = asyncio.ensure_future(speaker.speak("This is a long reply. " * 11))
+            while player.stats().samples_played < player.rate // 2 and not reply.done():
+                await asyncio.sleep(0.02)
+            pulse.end_streams(os.getpid(), "sink-input")
+            unplugged = time.monotonic()
+            result = await asyncio.wait_for(reply, 15)
+            return result, time.monotonic() - unplugged
+        finally:
+            await player.close()
+
+    with Headset(pulse, "captioner_phones", "Phones") as phones:
+        result, ended_after = asyncio.run(scenario(phones))
+    assert isinstance(result.error, OutputGone) and not result.completed
+    assert ended_after < 1.5, f"the reply went on for {ended_after:.1f} s"
+    assert "went away" in statuses[-1].message and statuses[-1].state is SpeakerState.ERROR
+    assert voice.said == []
+    session = omni_server.sessions[0]
+    assert session.ended.wait(5) and session.closed_by == "client"
+    assert len(session.pcm) / 2 / RATE < 3.0  # of ~7 s: generation was cut short

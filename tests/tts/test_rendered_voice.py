@@ -15,6 +15,7 @@ import pytest
 
 from captioner.audio.playback import WavSink
 from captioner.tts.errors import LocalVoiceError
+from captioner.tts.events import SessionConfig
 from captioner.tts.fallback import (
     EspeakVoice,
     RenderedVoice,
@@ -25,6 +26,7 @@ from captioner.tts.fallback import (
     sapi_args,
     say_args,
 )
+from captioner.tts.speaker import Speaker, SpeakerStatus, SpokenReply
 
 RENDERER = """
 import math, os, struct, sys, time, wave
@@ -38,8 +40,19 @@ if "fail" in text:
     sys.exit(3)
 with wave.open(os.environ["CAPTIONER_REPLY_WAV"], "wb") as wav:
     wav.setnchannels(1); wav.setsampwidth(2); wav.setframerate(22050)
-    wav.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 10)))
-                             for i in range(22050 // 4)))
+    if "unsayable" not in text:  # else a WAV without a sample, and success
+        wav.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(i / 10)))
+                                 for i in range(22050 // 4)))
+"""
+
+# spd-say's own option parsing (GNU getopt): an unknown option is an error, exit 1.
+SPD_SAY = """
+import getopt, sys
+try:
+    options, words = getopt.gnu_getopt(sys.argv[2:], "wl:", ["wait", "language="])
+except getopt.GetoptError as exc:
+    sys.exit(f"spd-say: {exc}")
+open(sys.argv[1], "w", encoding="utf-8").write(" ".join(words))
 """
 
 
@@ -172,3 +185,27 @@ def test_espeak_follows_the_reply_language(tmp_path):
     voice = EspeakVoice(WavSink(tmp_path / "e.wav"), language="English")
     voice.set_language("French")
     assert voice.voice == "fr"
+
+
+def test_a_rendered_reply_without_audio_fails_and_is_not_reported_spoken(tmp_path, renderer):
+    args, _heard = renderer
+    sink = WavSink(tmp_path / "n.wav")
+    spoken: list[SpokenReply] = []
+    statuses: list[SpeakerStatus] = []
+    speaker = Speaker(None, sink, SessionConfig(voice="vivian"),
+                      local_voice=RenderedVoice(sink, "test voice", args),
+                      on_status=statuses.append, on_spoken=spoken.append)
+    result = run(speaker.speak("An unsayable reply."))
+    assert not result.completed and isinstance(result.error, LocalVoiceError)
+    assert statuses[-1].message == "The computer's voice failed: test voice produced no audio"
+    assert spoken == [] and sink.bytes_written == 0
+
+
+def test_speech_dispatcher_is_given_a_reply_starting_with_a_dash_as_text(tmp_path):
+    script, heard = tmp_path / "spd_say.py", tmp_path / "spd-heard.txt"
+    script.write_text(SPD_SAY)
+    launcher = tmp_path / "spd-say"
+    launcher.write_text(f"#!/bin/sh\nexec '{sys.executable}' '{script}' '{heard}' \"$@\"\n")
+    launcher.chmod(0o755)
+    run(SpdSayVoice(executable=str(launcher)).say("-1 from me, sorry"))
+    assert heard.read_text(encoding="utf-8") == "-1 from me, sorry"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import wave
 from pathlib import Path
 
 import pytest
+from websockets.asyncio.server import serve
 
 from captioner.audio.playback import WavSink
 from captioner.transport.websocket import WebSocketTransport, websocket_connector
@@ -18,7 +20,14 @@ from captioner.tts.errors import (
     LocalVoiceError,
     StreamBroken,
 )
-from captioner.tts.events import Error, SessionConfig
+from captioner.tts.events import (
+    AudioDone,
+    AudioStart,
+    Error,
+    SessionConfig,
+    SessionDone,
+    encode,
+)
 from captioner.tts.fallback import EspeakVoice
 from captioner.tts.protocol import ClientConnection, StreamEnded
 from captioner.tts.speaker import Speaker, SpeakerState, SpeakerStatus, SpokenReply
@@ -286,3 +295,89 @@ def test_espeak_voice_renders_through_the_sink(tmp_path: Path) -> None:
     with wave.open(str(tmp_path / "espeak.wav"), "rb") as wav:
         seconds = wav.getnframes() / wav.getframerate()
     assert 1.0 < seconds < 6.0
+
+
+@pytest.mark.parametrize("text", ["-1 from me, sorry", "--> see chat"])
+def test_a_reply_starting_with_a_dash_is_spoken_by_espeak(tmp_path: Path, text: str) -> None:
+    """espeak-ng read such a reply as an option: it wrote no audio and exited 0."""
+    observed = Observed()
+    sink = WavSink(tmp_path / "dash.wav")
+
+    async def main():
+        speaker = make_speaker(None, sink, observed, local_voice=EspeakVoice(sink))
+        result = await speaker.speak(text)
+        await sink.close()
+        return result
+
+    result = run(main())
+    assert result.completed and result.error is None
+    with wave.open(str(tmp_path / "dash.wav"), "rb") as wav:
+        assert wav.getnframes() / wav.getframerate() > 0.5
+    assert observed.spoken == [SpokenReply(text, "local")]
+
+
+SILENT_ESPEAK = """#!/bin/sh
+echo "espeak-ng: invalid option -- '1'" >&2
+"""
+
+
+def test_a_computer_voice_that_writes_no_audio_fails_and_is_not_reported_spoken(
+        tmp_path: Path) -> None:
+    """espeak-ng's way of refusing a reply: a reason on stderr, no audio, exit status 0."""
+    silent = tmp_path / "espeak-ng"
+    silent.write_text(SILENT_ESPEAK)
+    silent.chmod(0o755)
+    observed = Observed()
+    sink = WavSink(tmp_path / "silent.wav")
+    voice = EspeakVoice(sink, executable=str(silent))
+    result = run(make_speaker(None, sink, observed, local_voice=voice).speak("Hello."))
+    assert not result.completed and isinstance(result.error, LocalVoiceError)
+    assert observed.statuses[-1].state is SpeakerState.ERROR
+    assert observed.statuses[-1].message == (
+        "The computer's voice failed: espeak-ng produced no audio "
+        "(espeak-ng: invalid option -- '1')")
+    assert observed.spoken == []  # not put in the transcript as said
+
+
+def _silent_session_server(style: str):
+    """A speech-stream server that ends a reply with ``session.done`` and no audio, as
+    vLLM-Omni does when generation yields none ("no audio": an empty sentence) or when it
+    drops an ``input.text`` it refuses ("refused": only an ``error`` event)."""
+
+    async def handle(ws) -> None:
+        async for message in ws:
+            kind = json.loads(message)["type"]
+            if kind == "input.done":
+                if style == "refused":
+                    await ws.send(encode(Error("input.text message too large")))
+                else:
+                    await ws.send(encode(AudioStart(0, "👍", "pcm", 24_000)))
+                    await ws.send(encode(AudioDone(0, 0, error=False)))
+                await ws.send(encode(SessionDone(total_sentences=int(style != "refused"))))
+            elif kind == "session.close":
+                await ws.close()
+                return
+
+    return serve(handle, "127.0.0.1", 0)
+
+
+@pytest.mark.parametrize(("style", "why"), [
+    ("no audio", "The voice service sent no audio for the reply"),
+    ("refused", "The voice service failed: input.text message too large")])
+def test_a_session_that_ends_without_audio_is_spoken_by_the_local_voice(
+        style: str, why: str) -> None:
+    observed = Observed()
+    voice = RecordingVoice()
+
+    async def main():
+        async with _silent_session_server(style) as server:
+            port = server.sockets[0].getsockname()[1]
+            url = f"ws://127.0.0.1:{port}/v1/audio/speech/stream"
+            return await make_speaker(url, None, observed, local_voice=voice).speak("👍")
+
+    result = run(main())
+    assert isinstance(result.error, GenerationFailed) and str(result.error) == why
+    assert result.via == "local" and result.completed and result.pcm_bytes == 0
+    assert voice.said == ["👍"]  # all of it: nothing was heard
+    assert next(s for s in observed.statuses if s.state is SpeakerState.ERROR).message == why
+    assert observed.spoken == [SpokenReply("👍", "local")]
