@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from PySide6.QtCore import QObject, Signal
@@ -269,7 +268,7 @@ class ReplyController(QObject):
         config = self._config(tts)
         endpoint = self.endpoint
         if (endpoint, self._settings.aws) != self._endpoint or self.speaker is None:
-            self._endpoint = endpoint, dataclasses.replace(self._settings.aws)
+            self._endpoint = endpoint, replace(self._settings.aws)
             try:
                 self._connector = self._connector_factory(endpoint)
                 self._endpoint_problem = None
