@@ -333,10 +333,11 @@ class CaptionSession:
         start, end = seconds(self._sent), self.audio.start_seconds
         since = self._unheard_since()
         if since is not None and since < end:
+            start = max(start, since)  # the hole begins with the first sound in it
             log.warning("! %.1f s of audio captured before the endpoint answered are no "
                         "longer kept", end - start)
             self.stats.gap_seconds += end - start
-            self._emit(self.captions.gap(max(start, since), end))
+            self._emit(self.captions.gap(start, end))
         self._sent = self._fresh_from = self.audio.base
 
     def _unsent_gap(self) -> None:
