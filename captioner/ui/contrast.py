@@ -8,7 +8,10 @@ its background (``blend``), since that is what the eye gets.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 ENHANCED_CONTRAST = 7.0  # WCAG 2 AAA for normal text
+TEXT_CONTRAST = 4.5  # WCAG 2 AA: the least for any text (settings, endpoint states)
 
 
 def _rgb(color: str) -> tuple[int, int, int]:
@@ -42,12 +45,16 @@ def blend(color: str, background: str, alpha: float) -> str:
     return "#" + "".join(f"{v:02X}" for v in mixed)
 
 
-def most_legible(candidates: list[str], background: str) -> str:
-    """The first candidate reaching 7:1 on ``background``, else the highest-contrast one."""
-    for color in candidates:
-        if contrast(color, background) >= ENHANCED_CONTRAST:
-            return color
-    return max(candidates, key=lambda c: contrast(c, background))
+def most_legible(candidates: Sequence[str], background: str | Sequence[str],
+                 least: float = ENHANCED_CONTRAST) -> str:
+    """The first candidate reaching ``least`` (7:1) on ``background`` (or on each of
+    several: a label shown on a window and on a tab page), else the most legible one."""
+    backgrounds = [background] if isinstance(background, str) else list(background)
+
+    def worst(color: str) -> float:
+        return min(contrast(color, b) for b in backgrounds)
+
+    return next((c for c in candidates if worst(c) >= least), max(candidates, key=worst))
 
 
 def distance(a: str, b: str) -> float:

@@ -40,7 +40,7 @@ from captioner.cloud.preflight import Check, Preflight
 from captioner.cloud.preflight.checks import instances_needed
 from captioner.cloud.status import EndpointSnapshot
 from captioner.settings import AwsSettings, Settings
-from captioner.ui.a11y import announce
+from captioner.ui.a11y import announce, show_text
 from captioner.ui.confirm import ask
 from captioner.ui.endpoints.account_box import AccountBox
 from captioner.ui.endpoints.aws_setup import AccountSetupService
@@ -52,7 +52,6 @@ from captioner.ui.endpoints.page_parts import (
     WheelGuard,
     banner,
     checked_part,
-    show_text,
 )
 from captioner.ui.endpoints.preflight_list import line_of
 from captioner.ui.endpoints.role_dialog import RoleDialog

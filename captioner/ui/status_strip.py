@@ -27,6 +27,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from captioner.ui.a11y import show_text
+
 STATE_COLORS = {
     "idle": "#9E9E9E",
     "loading": "#42A5F5",
@@ -255,8 +257,7 @@ class StatusStrip(QWidget):
     def _show(self, label: QLabel, text: str) -> None:
         """Show ``text`` in ``label``; screen readers get it as the label's description
         (a label's fixed accessible name hides its text from them)."""
-        label.setText(text)
-        label.setAccessibleDescription(text)
+        show_text(label, text)
         self.arrange()
         self.text_changed.emit()
 

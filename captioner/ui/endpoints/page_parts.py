@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from captioner.cloud.deploy_plan import KINDS
 from captioner.settings import Settings
-from captioner.ui.contrast import contrast
+from captioner.ui.contrast import TEXT_CONTRAST, most_legible
 
 # Text colours by meaning: a dark shade for light themes, a light one for dark themes. No
 # one colour reads on both (#C62828 is 4.9:1 on a light window, 2.4:1 on a dark one); each
@@ -33,9 +33,9 @@ NOTE_BACKGROUND, NOTE_TEXT = "#E3F2FD", "#0D47A1"
 
 
 def text_color(shades: tuple[str, str], widget: QWidget) -> str:
-    """Of ``shades``, the one that reads best on ``widget``'s window (theme) colour."""
+    """Of ``shades``, the one that reads on ``widget``'s window (theme) colour."""
     window = widget.palette().color(QPalette.ColorRole.Window).name()
-    return max(shades, key=lambda shade: contrast(shade, window))
+    return most_legible(shades, window, TEXT_CONTRAST)
 
 
 def color_style(shades: tuple[str, str], widget: QWidget) -> str:
@@ -70,13 +70,6 @@ def checked_part(settings: Settings) -> tuple:
     return (aws.region, aws.profile, aws.use_keyring, *plans)
 
 
-def show_text(label: QLabel, text: str) -> None:
-    """``text`` in ``label`` and in its accessible description: a label with a fixed
-    accessible name offers screen readers that name instead of its text."""
-    label.setText(text)
-    label.setAccessibleDescription(text)
-
-
 def banner(label: QLabel, button: QPushButton) -> QWidget:
     """A warning line with its button on a light background (the button keeps the
     theme's own look, which reads on its own background)."""
@@ -93,4 +86,4 @@ def banner(label: QLabel, button: QPushButton) -> QWidget:
 
 __all__ = ["BANNER_BACKGROUND", "BANNER_TEXT", "ERROR_SHADES", "NOTE_BACKGROUND", "NOTE_TEXT",
            "OK_SHADES", "WARNING_SHADES", "WheelGuard", "banner", "checked_part",
-           "color_style", "show_text", "text_color"]
+           "color_style", "text_color"]

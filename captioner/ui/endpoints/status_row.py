@@ -18,8 +18,8 @@ from captioner.cloud.deploy_plan import Kind
 from captioner.cloud.manager import KindStatus, Phase
 from captioner.cloud.pricing import format_cost
 from captioner.cloud.status import EndpointSnapshot
-from captioner.ui.a11y import announce
-from captioner.ui.endpoints.page_parts import ERROR_SHADES, color_style, show_text
+from captioner.ui.a11y import announce, show_text
+from captioner.ui.endpoints.page_parts import ERROR_SHADES, color_style
 
 KIND_TITLES: dict[Kind, str] = {"stt": "Captions (Voxtral speech-to-text)",
                                 "tts": "Spoken replies (Qwen3-TTS)"}

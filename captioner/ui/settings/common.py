@@ -8,23 +8,14 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QFormLayout, QLabel, QWidget
 
 from captioner.settings import Settings
-from captioner.ui.a11y import announce
-from captioner.ui.contrast import contrast
+from captioner.ui.a11y import announce, show_text
+from captioner.ui.contrast import TEXT_CONTRAST, most_legible
 
 Errors = dict[str, str]  # field key → readable message
 
-MIN_TEXT_CONTRAST = 4.5  # WCAG 2 AA for normal text
 # Dark reds for light themes, light reds for dark ones: the first readable one is used.
 ERROR_REDS = ("#C62828", "#8E0000", "#FF8A80", "#FFB3B3", "#FFCDD2")
 _PLAIN_DESCRIPTION = "plainAccessibleDescription"  # a field's own description, kept aside
-
-
-def error_red(backgrounds: list[str]) -> str:
-    """The first red reaching 4.5:1 on every background, else the most readable one."""
-    def worst(color: str) -> float:
-        return min(contrast(color, b) for b in backgrounds)
-    return next((c for c in ERROR_REDS if worst(c) >= MIN_TEXT_CONTRAST),
-                max(ERROR_REDS, key=worst))
 
 
 def tie_error(field: QWidget, message: str | None) -> None:
@@ -50,8 +41,7 @@ class StatusLabel(QLabel):
 
     def show_status(self, text: str, *, spoken: bool = False) -> None:
         """Show ``text``; ``spoken``: also announce it (a result of what the user did)."""
-        self.setText(text)
-        self.setAccessibleDescription(text)
+        show_text(self, text)
         if spoken:
             announce(self, text)
 
@@ -84,7 +74,7 @@ class ErrorLabel(QLabel):
         button = palette.color(QPalette.ColorRole.Button)
         behind = [palette.color(QPalette.ColorRole.Window).name(), button.name(),
                   button.lighter(135).name()]
-        red = error_red(behind)
+        red = most_legible(ERROR_REDS, behind, TEXT_CONTRAST)
         if palette.color(QPalette.ColorRole.WindowText).name().upper() != red:
             own = QPalette()  # only the text colour is ours; the rest follows the theme
             own.setColor(QPalette.ColorRole.WindowText, QColor(red))
