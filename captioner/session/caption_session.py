@@ -89,7 +89,7 @@ class SessionOptions:
     backoff_initial: float = policy.BACKOFF_INITIAL_SECONDS
     backoff_max: float = policy.BACKOFF_MAX_SECONDS
     done_timeout: float = 10.0  # s without a word from the server before giving up on it
-    finish_limit: float = 60.0  # s at most that Stop waits for a busy server's last words
+    finish_limit: float = 60.0  # s at most that Stop or a rotation waits for the last words
     fail_fast: bool = False  # first connection: fail unless the endpoint is just starting
     max_model_len: int | None = None  # the server's context in tokens, when known
 
@@ -521,9 +521,7 @@ class CaptionSession:
             return False
         conn.send_commit(final=True)  # its transcription.done also settles the seam
         await self._flush(transport, conn)
-        try:
-            await asyncio.wait_for(self._request_done.wait(), self.options.done_timeout)
-        except TimeoutError:
+        if not await self._finished_answering():
             self._conclude(Restart("the server did not finish the request for rotation"))
             return False
         self.stats.rotations += 1
@@ -556,8 +554,8 @@ class CaptionSession:
     async def _finished_answering(self) -> bool:
         """Wait for the final commit's ``transcription.done`` while the server keeps
         answering: a busy on-device engine works through seconds of queued audio after
-        Stop, and those are words said before it. False once it has been quiet for
-        ``done_timeout`` or ``finish_limit`` has passed."""
+        Stop or a rotation's cut, and those are words said before it. False once it has
+        been quiet for ``done_timeout`` or ``finish_limit`` has passed."""
         loop = asyncio.get_running_loop()
         began = self._heard_at = loop.time()
         while not self._request_done.is_set():

@@ -64,3 +64,14 @@ def test_a_server_that_never_finishes_leaves_a_gap_line():
     gaps = [line for line in session.captions.lines if line.kind is LineKind.GAP]
     assert len(gaps) == 1 and gaps[0].text.endswith("s of audio not transcribed]")
     assert session.stats.gap_seconds > 2
+
+
+def test_a_rotation_waits_while_a_busy_engine_still_answers():
+    """A rotation's final commit, too, is answered seconds later by an engine that fell
+    behind: the request rotates on the same connection instead of restarting."""
+    with ThreadedServer(BusyTone) as server:
+        session = run(server.url, done_timeout=1.5, rotate_after_seconds=3.0,
+                      rotate_grace_seconds=0.0)
+    assert session.stats.rotations >= 1
+    assert session.stats.reconnects == 0
+    assert session.captions.text.split() == WORDS
