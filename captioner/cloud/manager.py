@@ -113,10 +113,14 @@ class EndpointManager(LifecycleRunner):
 
     # ---- stop, re-attach and orphans -----------------------------------------------------
 
-    async def stop_all(self) -> None:
-        """Stop both kinds and every orphan of ours (the quit prompt's "Stop")."""
-        await asyncio.gather(*(self.stop(k) for k in KINDS if self.status(k).name),
-                             self.stop_orphans())
+    async def stop_all(self) -> list[str]:
+        """Stop both kinds and every orphan of ours (the quit prompt's "Stop"); returns why
+        each stop that failed did (readable), for the question asked next."""
+        *statuses, orphan_errors = await asyncio.gather(
+            *(self.stop(k) for k in KINDS if self.status(k).name), self.stop_orphans())
+        failed = [(s.name, s.stop_failed.cause if s.stop_failed else s.failure)
+                  for s in statuses if s.name and s.failure]
+        return [f"{name}: {cause}" for name, cause in failed] + orphan_errors
 
     async def force_stop(self, name: str, typed_name: str) -> StopReport:
         """Delete an endpoint not provably ours once the user typed its name (see Orphans)."""

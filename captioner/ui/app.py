@@ -313,16 +313,17 @@ class CaptionerApp(QObject):
                             ("cancel", "Cancel")], default="cancel")
         while answer in ("stop", "retry"):
             self.overlay.set_notice("Stopping endpoints… (deleting endpoint, config and model)")
-            await self.endpoints.stop_all()
+            reasons = await self.endpoints.stop_all()
             left = self.endpoints.quit_decision()
             if left is None:
                 return True
             names = ", ".join(s.name for s in left.endpoints)
             running = f"Still running, and may still be billing: {names}."
             self.overlay.set_notice(f"The stop failed. {running}")
+            why = "".join(f"\n• {reason}" for reason in reasons)
             answer = await ask(
                 self.overlay, "Endpoints could not be stopped",
-                f"The stop failed. {running}\n\nTry again, quit anyway (then stop them in "
+                f"The stop failed. {running}{why}\n\nTry again, quit anyway (then stop them in "
                 "Settings → Endpoints or the AWS console), or cancel to stay.",
                 [("retry", "&Try again"), ("quit", "&Quit anyway"), ("cancel", "Cancel")],
                 default="cancel")

@@ -203,6 +203,7 @@ def test_quit_asks_again_while_the_stop_fails(qapp, store, moto_factory,  # noqa
         _click(await _question(None), "Stop them and quit")
         box = await _question(None)
         assert name in box.text() and "may still be billing" in box.text()
+        assert f"{name}: Could not reach AWS (describe_endpoint): timed out" in box.text()
         _click(box, "Try again")  # AWS is still out of reach: asked again
         box = await _question(box)
         if last == "Try again":
