@@ -112,6 +112,24 @@ def test_a_new_shortcut_is_still_recorded(qtbot, dialog, store) -> None:
     assert dialog.apply() and store.settings.shortcuts.reply == "Ctrl+Alt+Y"
 
 
+def test_a_screen_reader_hears_the_shortcut_a_field_holds(qtbot, dialog) -> None:
+    """The focused field's own text is empty to assistive technology (Qt keeps the keys on
+    an inner line edit), so its description says them, and follows a change."""
+    edit = dialog.shortcuts.edits["reply"]
+    focus(qtbot, edit)
+
+    def heard() -> str:
+        return QAccessible.queryAccessibleInterface(QApplication.focusWidget()).text(
+            QAccessible.Text.Description)
+
+    before = edit.keySequence().toString(QKeySequence.SequenceFormat.NativeText)
+    assert before and heard().startswith(f"Now {before}. ")
+    press(Qt.Key.Key_Y, CTRL | ALT)
+    assert heard().startswith("Now Ctrl+Alt+Y. ")
+    press(Qt.Key.Key_Backspace)
+    assert heard().startswith("No shortcut. ") and "Backspace or Delete clears it" in heard()
+
+
 @pytest.mark.parametrize("typed", ["Esc", "Shift+Backtab", "Return", "Backspace", "Del", "Y",
                                    "Shift+A", "F5", "Left", "Alt+B"])
 def test_a_shortcut_taking_a_key_that_typing_or_moving_needs_is_refused(qtbot, dialog,

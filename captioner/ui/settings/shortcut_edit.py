@@ -9,7 +9,7 @@ the mouse).
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QKeySequenceEdit, QWidget
 
 DESCRIPTION = ("Press the new shortcut, with Ctrl or Alt, e.g. Ctrl+Alt+C. Backspace or "
@@ -41,7 +41,14 @@ class ShortcutEdit(QKeySequenceEdit):
         super().__init__(parent)
         self.setMaximumSequenceLength(1)
         self.setClearButtonEnabled(True)
-        self.setAccessibleDescription(DESCRIPTION)
+        # Qt exposes the shortcut to screen readers only on an inner line edit that never
+        # has focus, so moving here read the label alone: the description says it.
+        self.keySequenceChanged.connect(self._describe)
+        self._describe(self.keySequence())
+
+    def _describe(self, keys: QKeySequence) -> None:
+        now = keys.toString(QKeySequence.SequenceFormat.NativeText)
+        self.setAccessibleDescription((f"Now {now}. " if now else "No shortcut. ") + DESCRIPTION)
 
     def event(self, event: QEvent) -> bool:
         kind = event.type()
