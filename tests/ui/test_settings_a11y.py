@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication, QLabel
 
 from captioner.ui.contrast import contrast
 from captioner.ui.settings.dialog import SettingsDialog
+from captioner.ui.settings.shortcut_edit import DESCRIPTION
 
 
 class NoKeys:
@@ -84,13 +85,13 @@ def test_a_failed_apply_ties_the_error_to_the_focused_field_and_says_so(qapp, qt
 def test_a_shortcut_fields_own_description_comes_back_once_it_is_fixed(qtbot, store) -> None:
     dialog = make(qtbot, store)
     edit = dialog.shortcuts.edits["reply"]
-    plain = edit.accessibleDescription()
     edit.setKeySequence("Esc")
     assert not dialog.apply()
     assert edit.accessibleDescription().startswith("Esc is needed for typing")
-    edit.setKeySequence("Ctrl+Alt+R")
+    edit.setKeySequence("Ctrl+Alt+J")  # the error stays until Apply checks again
+    assert edit.accessibleDescription().startswith("Esc is needed for typing")
     assert dialog.apply()
-    assert edit.accessibleDescription() == plain
+    assert edit.accessibleDescription() == f"Now Ctrl+Alt+J. {DESCRIPTION}"
 
 
 def _palette(window: str, button: str, text: str) -> QPalette:

@@ -31,6 +31,15 @@ def tie_error(field: QWidget, message: str | None) -> None:
         field.setProperty(_PLAIN_DESCRIPTION, None)
 
 
+def describe(field: QWidget, text: str) -> None:
+    """Set the field's own accessible description; while an error is tied to it, the
+    error stays and this comes back once it is fixed."""
+    if field.property(_PLAIN_DESCRIPTION) is None:
+        field.setAccessibleDescription(text)
+    else:
+        field.setProperty(_PLAIN_DESCRIPTION, text)
+
+
 class StatusLabel(QLabel):
     """A named label for changing status. A fixed accessible name hides a QLabel's text
     from screen readers, so the text is mirrored into the description (and announced)."""

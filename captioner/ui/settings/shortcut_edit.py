@@ -12,6 +12,8 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QKeyEvent, QKeySequence
 from PySide6.QtWidgets import QKeySequenceEdit, QWidget
 
+from captioner.ui.settings.common import describe
+
 DESCRIPTION = ("Press the new shortcut, with Ctrl or Alt, e.g. Ctrl+Alt+C. Backspace or "
                "Delete clears it. Tab and Shift+Tab move on; Esc and Enter act on the dialog.")
 COMMAND = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier \
@@ -48,7 +50,7 @@ class ShortcutEdit(QKeySequenceEdit):
 
     def _describe(self, keys: QKeySequence) -> None:
         now = keys.toString(QKeySequence.SequenceFormat.NativeText)
-        self.setAccessibleDescription((f"Now {now}. " if now else "No shortcut. ") + DESCRIPTION)
+        describe(self, (f"Now {now}. " if now else "No shortcut. ") + DESCRIPTION)
 
     def event(self, event: QEvent) -> bool:
         kind = event.type()
