@@ -649,12 +649,13 @@ class CaptionSession:
         New live words are progress (the stall watch counts them like text: a local
         engine that is merely behind shows its hypothesis before it commits). While
         a replayed request's seam still decides which of its words repeat shown
-        ones, its live text would show those words twice: it waits.
+        ones, the live text is what it would let through now (with the words it
+        holds): an engine that confirms whole utterances keeps a seam open for one.
         """
         if text.strip() and " ".join(text.split()) != self.captions.unconfirmed:
             self.stall.text()
         if self._seam is not None and not self._seam.done:
-            return
+            text = self._seam.preview(text)
         self._emit(self.captions.set_unconfirmed(text, seconds(self._sent)))
 
     def _show(self, text: str) -> None:

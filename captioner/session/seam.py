@@ -123,6 +123,19 @@ class Seam:
             return ""
         return self.release()
 
+    def preview(self, live: str) -> str:
+        """The words the seam would let through if it decided now on what it holds and
+        the request's ``live`` (unconfirmed) words after them: live text while the seam
+        is open, which may be revised. Words the replay is still likely to be repeating
+        are not shown."""
+        if self.done:
+            return live
+        words = _WORD.findall(f"{self._held} {live}")
+        if len(words) <= self.repeat.estimate:
+            return ""
+        skip = min(self._skip([norm(w) for w in words]), len(words))
+        return " ".join(words[skip:])
+
     def release(self) -> str:
         """Decide now (enough text, end of request, replay over) with what is held.
         With no word held yet there is nothing to decide: the seam stays open, so the

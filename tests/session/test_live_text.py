@@ -20,6 +20,7 @@ from captioner.transport.endpoint_url import parse_endpoint
 from captioner.transport.websocket import websocket_connector
 from tests.session.test_caption_session import WORDS, options, paced, run, words_of
 from tests.support.transcribers import (
+    VOCABULARY,
     LiveToneTranscriber,
     ThreadedServer,
     tone_words_pcm,
@@ -65,10 +66,10 @@ def caption(make, screen: Screen, *, on_chunk=None, **opts) -> CaptionSession:
     return session
 
 
-def assert_never_doubled(screen: Screen) -> None:
+def assert_never_doubled(screen: Screen, words: list[str] = WORDS) -> None:
     for done, pending in screen.shots:
         shown = done + pending
-        assert shown == WORDS[: len(shown)], shown  # every screen is a prefix of the words
+        assert shown == words[: len(shown)], shown  # every screen is a prefix of the words
 
 
 def test_live_words_are_shown_before_they_are_confirmed():
@@ -130,6 +131,34 @@ def test_a_restarted_request_never_shows_a_word_twice(fault):
     assert len(made) >= 3  # the requests did restart, with live text in each
     assert words_of(session) == WORDS
     assert_never_doubled(screen)
+
+
+def test_live_words_show_while_a_restarted_requests_seam_is_open():
+    """An engine that holds words back keeps a replay's seam open for seconds (it
+    confirms too few words to decide): its live words still show meanwhile, without the
+    words the replay says again."""
+    words = VOCABULARY[:24]
+    make, made = live_factory(hold=4)
+    screen = Screen()
+    pcm = tone_words_pcm(words)
+    chunks = len(pcm) // 4096
+    server_box = {}
+
+    def drop(i):
+        if i == chunks * 3 // 5:
+            server_box["server"].drop_connections()
+
+    with ThreadedServer(make) as server:
+        server_box["server"] = server
+        session = CaptionSession(websocket_connector(server.url), options(),
+                                 on_update=screen)
+        run(session.run(paced(pcm, on_chunk=drop)))
+    assert session.stats.reconnects >= 1 and len(made) >= 2
+    assert words_of(session) == words
+    assert_never_doubled(screen, words)
+    late = [w for w in words[:-1]
+            if screen.first_index(w, confirmed=False) == screen.first_index(w, confirmed=True)]
+    assert late == []  # each was live before it was confirmed
 
 
 def test_live_words_are_progress_for_the_stall_watchdog():
