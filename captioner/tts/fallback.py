@@ -44,15 +44,20 @@ ESPEAK_VOICES = {
 }
 
 
+OnStart = Callable[[], None] | None
+
+
 class LocalVoice(Protocol):
-    """The computer's voice. One that knows when its audio starts also has an
-    ``on_start`` attribute (a callable or None), called once then: the speaker reports
-    the reply as spoken at that moment, so a reply that never sounds is not reported."""
+    """The computer's voice."""
 
     name: str  # shown in status messages, e.g. "espeak-ng"
 
-    async def say(self, text: str) -> None:
-        """Speak ``text``; returns when done. Raises LocalVoiceError if it cannot."""
+    async def say(self, text: str, on_start: OnStart = None) -> None:
+        """Speak ``text``; returns when done. Raises LocalVoiceError if it cannot.
+
+        ``on_start`` is called once when its audio starts (a voice that cannot tell:
+        when it begins): the speaker reports the reply as spoken then, so a reply that
+        never sounds is not reported."""
         ...
 
     def stop(self) -> None:
@@ -70,13 +75,12 @@ class EspeakVoice:
         self.sink = sink
         self.voice = ESPEAK_VOICES.get(language, "en")
         self.executable = executable or shutil.which("espeak-ng") or "espeak-ng"
-        self.on_start: Callable[[], None] | None = None
         self._proc: asyncio.subprocess.Process | None = None
 
     def set_language(self, language: str) -> None:
         self.voice = ESPEAK_VOICES.get(language, "en")
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start: OnStart = None) -> None:
         if not text.strip():
             return
         # "--": a reply such as "-1 from me" is text, not an option
@@ -95,11 +99,11 @@ class EspeakVoice:
         try:
             if self.sink is not None and proc.stdout is not None:
                 try:
-                    await _play_wav_stream(proc.stdout, self.sink, self.name, self.on_start)
+                    await _play_wav_stream(proc.stdout, self.sink, self.name, on_start)
                 except LocalVoiceError as exc:
                     failure = exc  # told after espeak-ng's own reason, if it gave one
-            elif self.on_start is not None:
-                self.on_start()  # it plays by itself: as good a start as can be told
+            elif on_start is not None:
+                on_start()  # it plays by itself: as good a start as can be told
             _, err = await proc.communicate()
         finally:
             self._proc = None
@@ -136,7 +140,7 @@ class SpdSayVoice:
         self.executable = executable or shutil.which("spd-say") or "spd-say"
         self._proc: asyncio.subprocess.Process | None = None
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start: OnStart = None) -> None:
         try:
             self._proc = proc = await asyncio.create_subprocess_exec(
                 self.executable, "--wait", "-l", self.language, "--", text,  # text, not options
@@ -145,6 +149,8 @@ class SpdSayVoice:
             )
         except OSError as exc:
             raise LocalVoiceError(f"cannot run spd-say: {exc.strerror or exc}") from exc
+        if on_start is not None:
+            on_start()  # it plays by itself: as good a start as can be told
         try:
             _, err = await proc.communicate()
         finally:
@@ -233,13 +239,12 @@ class RenderedVoice:
                  language: str = "English", timeout: float = 20.0) -> None:
         self.sink, self.name, self._args, self.language = sink, name, args, language
         self.timeout = timeout
-        self.on_start: Callable[[], None] | None = None
         self._proc: asyncio.subprocess.Process | None = None
 
     def set_language(self, language: str) -> None:
         self.language = language
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start: OnStart = None) -> None:
         if not text.strip():
             return
         with tempfile.TemporaryDirectory(prefix="captioner-reply-") as folder:
@@ -276,7 +281,7 @@ class RenderedVoice:
         stream = asyncio.StreamReader()
         stream.feed_data(wav)
         stream.feed_eof()
-        await _play_wav_stream(stream, self.sink, self.name, self.on_start)
+        await _play_wav_stream(stream, self.sink, self.name, on_start)
         self.sink.finish_reply()
         await self.sink.drained()
 
@@ -319,7 +324,7 @@ def find_local_voice(sink: AudioSink | None = None, *, language: str = "English"
 
 
 async def _play_wav_stream(stream: asyncio.StreamReader, sink: AudioSink, who: str,
-                           on_start: Callable[[], None] | None = None) -> None:
+                           on_start: OnStart = None) -> None:
     """Feed a streamed WAV (sizes may be bogus) from ``who`` to ``sink`` as it arrives.
 
     The reply starts on the sink (and ``on_start`` is called) with its first samples;

@@ -285,23 +285,13 @@ class Speaker:
             if announce:
                 self._spoken(SpokenReply(rest, "local"))
 
-        # Report the reply when its audio starts, where the voice can tell (a reply it
-        # never says is not reported as spoken); else now.
-        tells_start = hasattr(voice, "on_start")
-        if tells_start:
-            voice.on_start = started  # type: ignore[attr-defined]
-        else:
-            started()
         try:
-            await voice.say(rest)
+            await voice.say(rest, on_start=started)  # a reply never said is not reported
         except LocalVoiceError as exc:
             self._set(SpeakerState.ERROR, f"The computer's voice failed: {exc}", exc)
             return ReplyResult(text, "local", completed=False, error=error or exc)
         except AudioError as exc:
             return self._output_gone(text, "local", exc, None)
-        finally:
-            if tells_start:
-                voice.on_start = None  # type: ignore[attr-defined]
         self._set(SpeakerState.IDLE, "Ready.", error)
         return ReplyResult(text, "local", completed=True, error=error)
 

@@ -14,6 +14,7 @@ from PySide6.QtCore import QLocale, QObject
 from PySide6.QtTextToSpeech import QTextToSpeech
 
 from captioner.tts.errors import LocalVoiceError
+from captioner.tts.fallback import OnStart
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class QtLocalVoice:
         self.name = f"{engine or 'system'} voice"
         self._future: asyncio.Future[None] | None = None
         self._started = False
+        self._on_start: OnStart = None
         self._tts.stateChanged.connect(self._on_state)
         self._tts.errorOccurred.connect(self._on_error)
         self.set_language(language)
@@ -64,14 +66,14 @@ class QtLocalVoice:
                 return
         log.info("= no %s voice in %s; using its default", language, self.name)
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start: OnStart = None) -> None:
         if self._tts is None:
             raise LocalVoiceError(f"{self.name} was closed")
         if self._tts.state() == QTextToSpeech.State.Error:
             raise LocalVoiceError(f"{self.name} is unavailable: {self._tts.errorString()}")
         self.stop()
         future = asyncio.get_running_loop().create_future()
-        self._future, self._started = future, False
+        self._future, self._started, self._on_start = future, False, on_start
         self._tts.say(text)
         try:
             await future
@@ -107,6 +109,8 @@ class QtLocalVoice:
         if future is None or future.done():
             return
         if state in (QTextToSpeech.State.Speaking, QTextToSpeech.State.Synthesizing):
+            if not self._started and self._on_start is not None:
+                self._on_start()
             self._started = True
         elif state == QTextToSpeech.State.Ready and self._started:
             future.set_result(None)

@@ -397,8 +397,10 @@ class _NoVoice:
     def __init__(self) -> None:
         self.said: list[str] = []
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start=None) -> None:
         self.said.append(text)
+        if on_start is not None:
+            on_start()
 
     def stop(self) -> None:
         pass

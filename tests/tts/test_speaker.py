@@ -51,10 +51,12 @@ class RecordingVoice:
         self.stopped = 0
         self.fail = fail
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start=None) -> None:
         if self.fail:
             raise LocalVoiceError("no speech engine")
         self.said.append(text)
+        if on_start is not None:
+            on_start()
 
     def stop(self) -> None:
         self.stopped += 1

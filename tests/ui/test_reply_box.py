@@ -46,8 +46,10 @@ class RecordingVoice:
         self.said: list[str] = []
         self.languages: list[str] = []
 
-    async def say(self, text: str) -> None:
+    async def say(self, text: str, on_start=None) -> None:
         self.said.append(text)
+        if on_start is not None:
+            on_start()
 
     def stop(self) -> None:
         pass
