@@ -111,9 +111,10 @@ class SpeechDetector(Protocol):
 @dataclass(frozen=True)
 class StreamingOptions:
     interval: float = 0.8  # s of new audio between decodes of a short window …
-    interval_per_second: float = 0.1  # … plus this much per second of window
+    interval_per_second: float = 0.1  # … plus this much per second of window …
+    max_interval: float = 1.8  # … up to this (live text waits no longer on a long window)
     first_decode_speech: float = 0.3  # first decode once this much speech is heard
-    max_window: float = 10.0  # an utterance longer than this is cut at its quietest point
+    max_window: float = 15.0  # an utterance longer than this is cut at its quietest point
     min_cut_age: float = 0.3  # … not in the last bit of audio
     endpoint_silence: float = 0.5  # non-speech that ends an utterance …
     min_utterance: float = 2.0  # … of at least this much speech; shorter ones go on …
@@ -251,8 +252,8 @@ class StreamingTranscriber:
             needed = round(opts.first_decode_speech * SAMPLE_RATE) - len(hits) * self._step
             due = scored + max(0, needed)
         else:  # the window length at which ``_due`` holds
-            length = (self._decoded_at + opts.interval * SAMPLE_RATE) / (
-                1 - opts.interval_per_second)
+            length = min((self._decoded_at + opts.interval * SAMPLE_RATE) / (
+                1 - opts.interval_per_second), self._decoded_at + opts.max_interval * SAMPLE_RATE)
             due = self._seam + int(length)
         if len(hits):  # an utterance ends a pause after its last speech at the earliest
             spoken_to = self._seam + (int(hits[-1]) + 1) * self._step
@@ -341,7 +342,7 @@ class StreamingTranscriber:
         if self._decoded_at < 0:
             return speech >= opts.first_decode_speech
         window = self.window_seconds
-        interval = opts.interval + opts.interval_per_second * window
+        interval = min(opts.interval + opts.interval_per_second * window, opts.max_interval)
         return (len(self._audio) - self._decoded_at) / SAMPLE_RATE >= interval
 
     def _run(self, audio: np.ndarray, prefix: list[str], final: bool,

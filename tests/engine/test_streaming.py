@@ -249,6 +249,18 @@ def test_long_speech_without_pauses_keeps_a_bounded_window() -> None:
     assert max(end - start for start, end, *_ in speech.calls) <= 6.0 * 1.5 + 0.5
 
 
+def test_live_decodes_of_a_long_window_come_at_most_max_interval_apart() -> None:
+    """The interval grows with the window (a longer decode costs more), but not past
+    ``max_interval``: live words on a long utterance are not left waiting longer."""
+    truth = words(" ".join(f"w{i}" for i in range(40)), 0.1, step=0.4)  # 16 s, no pause
+    transcriber, speech = make(truth, max_window=20.0, max_interval=1.2)
+    feed(transcriber, truth[-1].end)
+    ends = [end for _start, end, _ctx, _prefix, final in speech.calls if not final]
+    gaps = np.diff(ends)
+    assert len(ends) > 10 and gaps.max() <= 1.2 + 0.064 + 1e-6
+    assert gaps[0] < 1.0 and gaps[-1] > 1.1  # it grew with the window, then stopped
+
+
 def test_long_speech_is_cut_between_words() -> None:
     phrases = [" ".join(f"p{k}w{i}" for i in range(6)) for k in range(8)]
     truth = script(*phrases, pause=0.35)  # pauses too short to end an utterance
