@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -56,7 +57,7 @@ from captioner.cloud.ownership import (
     stack_ownership,
 )
 from captioner.cloud.pricing import CostEstimate, PriceTable, load_prices
-from captioner.cloud.state import load_state
+from captioner.cloud.state import deployed_before, load_state
 from captioner.cloud.status import EndpointSnapshot, Stage, build_snapshot, kind_of
 from captioner.settings import EndpointDeploySettings, Settings
 
@@ -553,7 +554,10 @@ def account_clients_from_settings(settings: Settings, *, region: str | None = No
     return AccountClients.from_factory(client_factory(session, region))
 
 
-def cloud_configured(settings: Settings) -> bool:
-    """Has the user set up AWS at all? (Only then look for running endpoints at start.)"""
+def cloud_configured(settings: Settings, state: Path | None = None) -> bool:
+    """Has the user set up AWS at all, or deployed from this installation (the command
+    line with the default credentials names nothing in the settings)? Only then look for
+    running endpoints at start."""
     aws, cloud = settings.aws, settings.cloud
-    return bool(aws.profile or aws.use_keyring or cloud.stt.role_arn or cloud.tts.role_arn)
+    return bool(aws.profile or aws.use_keyring or cloud.stt.role_arn or cloud.tts.role_arn
+                or deployed_before(state))

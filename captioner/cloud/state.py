@@ -81,3 +81,14 @@ def remember_region(region: str, path: Path | None = None) -> CloudState:
         except OSError as exc:  # only the orphan search of later starts is narrower
             log.warning("! could not remember region %s in %s: %s", region, path, exc)
     return state
+
+
+def deployed_before(path: Path | None = None) -> bool:
+    """Whether this installation ever created an endpoint (from the app or the command
+    line, whatever credentials it used): only then may one of ours still be running.
+    Reads without making an id."""
+    try:
+        data = json.loads((path or state_path()).read_text(encoding="utf-8"))
+        return bool(data.get("regions_used"))
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -233,7 +233,7 @@ class CaptionerApp(QObject):
         if self.store.problems:  # a broken settings file (kept as .bak), values out of range
             self.overlay.set_notice(" ".join(self.store.problems))
         self.global_keys.start()
-        if cloud_configured(settings):  # find endpoints left running (by tag)
+        if cloud_configured(settings, self.endpoints.state_path):  # left running? (by tag)
             self.endpoints.spawn(self.endpoints.attach())
         self.actions.start_stop.setChecked(True)  # starts captioning
         self.write_debug_state()
