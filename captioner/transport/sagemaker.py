@@ -23,6 +23,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
@@ -180,6 +181,10 @@ def map_connect_error(exc: BaseException, target: SageMakerTarget) -> TransportE
     detail = (getattr(exc, "message", None) or str(exc) or type(exc).__name__).rstrip(".")
     if isinstance(exc, TransportError):
         return exc
+    if "DNS" in f"{getattr(exc, 'name', '')} {detail}":  # AWS_IO_DNS_INVALID_NAME, …
+        host = urlsplit(target.uri).hostname or target.uri
+        return ConnectError(f"Could not reach {where}: {host} could not be looked up (no "
+                            "internet connection, or its name server is out of reach).")
     if isinstance(exc, InputValidationError):
         code = f" [{exc.error_code}]" if exc.error_code else ""
         return EndpointError(

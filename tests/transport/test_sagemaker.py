@@ -204,6 +204,21 @@ def test_connection_refused_is_connect_error(fake_sagemaker):
     assert "refused" in str(info.value).lower()
 
 
+def test_a_name_that_cannot_be_looked_up_says_so(fake_sagemaker):
+    """No internet (or no name server): the CRT's AWS_IO_DNS_… code means nothing to a
+    reader; the message names the host and the likely cause."""
+    async def main():
+        await SageMakerTransport.connect(
+            fake_sagemaker.target(endpoint_uri="https://runtime.no-such-host.invalid:8443"),
+            fake_sagemaker.aws_credentials())
+
+    with pytest.raises(ConnectError) as info:
+        run(main())
+    assert info.value.retryable
+    assert "runtime.no-such-host.invalid could not be looked up (no internet connection" \
+        in str(info.value)
+
+
 @pytest.mark.parametrize(
     ("fault", "message"),
     [(Fault.MODEL_STREAM_ERROR, "[ModelStreamError.Generic]"),
