@@ -309,7 +309,7 @@ class CaptionerApp(QObject):
             return True
         self.bring_to_front()
         answer = await ask(self.overlay, "Captioner endpoints are running", prompt.message,
-                           [("stop", "&Stop them and quit"), ("keep", "&Keep running and quit"),
+                           [("stop", "&Stop and quit"), ("keep", "&Keep running and quit"),
                             ("cancel", "Cancel")], default="cancel")
         while answer in ("stop", "retry"):
             self.overlay.set_notice("Stopping endpoints… (deleting endpoint, config and model)")
@@ -323,7 +323,8 @@ class CaptionerApp(QObject):
             why = "".join(f"\n• {reason}" for reason in reasons)
             answer = await ask(
                 self.overlay, "Endpoints could not be stopped",
-                f"The stop failed. {running}{why}\n\nTry again, quit anyway (then stop them in "
+                f"The stop failed. {running}{why}\n\nTry again, quit anyway (then stop "
+                f"{'it' if len(left.endpoints) == 1 else 'them'} in "
                 "Settings → Endpoints or the AWS console), or cancel to stay.",
                 [("retry", "&Try again"), ("quit", "&Quit anyway"), ("cancel", "Cancel")],
                 default="cancel")

@@ -128,7 +128,7 @@ def test_reply_action_and_endpoints_page_are_reachable(qapp, store, tone_wav):
 
 @pytest.mark.parametrize(("choice", "quits", "stops"),
                          [("Cancel", False, False), ("Keep running and quit", True, False),
-                          ("Stop them and quit", True, True)])
+                          ("Stop and quit", True, True)])
 def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits, stops):
     stopped = []
 
@@ -200,7 +200,7 @@ def test_quit_asks_again_while_the_stop_fails(qapp, store, moto_factory,  # noqa
         control.stop = unreachable
         app = CaptionerApp(store, tray_available=False, endpoints=manager)
         answer = app.spawn(app.confirm_quit())
-        _click(await _question(None), "Stop them and quit")
+        _click(await _question(None), "Stop and quit")
         box = await _question(None)
         assert name in box.text() and "may still be billing" in box.text()
         assert f"{name}: Could not reach AWS (describe_endpoint): timed out" in box.text()
