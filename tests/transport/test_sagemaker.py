@@ -318,7 +318,7 @@ def test_close_cut_short_leaves_the_crt_nothing_to_trip_on(fake_sagemaker, echo_
 
     shutdowns = run(main())
     assert shutdowns and not any(f.cancelled() for f in shutdowns)
-    concurrent.futures.wait(shutdowns, timeout=5)
+    concurrent.futures.wait(shutdowns, timeout=30)  # the CRT thread, on a loaded machine
     assert all(f.done() for f in shutdowns)
 
 
