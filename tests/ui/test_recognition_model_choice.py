@@ -70,7 +70,7 @@ def test_without_the_extra_the_model_choice_is_disabled_and_explained(qtbot):
     page.load(Settings())
     assert not page.whisper_model.isEnabled()
     assert page.model_note.isVisibleTo(page)
-    assert "captioner[multilingual]" in page.model_note.text()
+    assert "scripts/bootstrap.sh --multilingual" in page.model_note.text()
     out = Settings()
     assert page.write(out) == {}
     assert out.recognition.whisper_model == "tiny.en"
