@@ -75,6 +75,16 @@ def extra_hint(frozen: bool = bool(getattr(sys, "frozen", False)),
 
 
 EXTRA_HINT = extra_hint()
+
+
+def install_command(frozen: bool = bool(getattr(sys, "frozen", False)),
+                    checkout: Path = SOURCE_ROOT) -> list[str] | None:
+    """The command that installs the model into this copy of Captioner, where one can
+    (a checkout on Linux or macOS: its bootstrap); None elsewhere."""
+    bootstrap = checkout / "scripts" / "bootstrap.sh"
+    if frozen or os.name != "posix" or not bootstrap.is_file():
+        return None
+    return ["bash", str(bootstrap), "--multilingual"]
 _COPY_BYTES = 1 << 20
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 import soundfile
 
 from captioner import settings as settings_io
@@ -12,7 +13,12 @@ from captioner.audio.files import FileSource
 from captioner.captioning import EmbeddedEngine
 from captioner.settings import Settings
 from captioner.ui.app import CaptionerApp
-from captioner.ui.settings.recognition_page import RecognitionPage
+from captioner.ui.settings.recognition_page import (
+    INSTALLED,
+    INSTALLING,
+    NOT_INSTALLED_BUTTON,
+    RecognitionPage,
+)
 from captioner.ui.settings_store import SettingsStore
 from tests.support.speech import write_wav
 from tests.support.transcribers import RecordingFactory
@@ -65,15 +71,60 @@ def test_auto_detect_and_back_to_english(qtbot, store):
 
 
 def test_without_the_extra_the_model_choice_is_disabled_and_explained(qtbot):
-    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: False)
+    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: False,
+                           installer=lambda: None)  # an installer's copy: no way from here
     qtbot.addWidget(page)
     page.load(Settings())
     assert not page.whisper_model.isEnabled()
-    assert page.model_note.isVisibleTo(page)
+    assert page.model_note.isVisibleTo(page) and not page.install_button.isVisibleTo(page)
     assert "scripts/bootstrap.sh --multilingual" in page.model_note.text()
     out = Settings()
     assert page.write(out) == {}
     assert out.recognition.whisper_model == "tiny.en"
+
+
+def install_page(qtbot, command: list[str], flag) -> RecognitionPage:
+    page = RecognitionPage(MemoryKeys(), multilingual_available=flag.exists,
+                           installer=lambda: command)
+    qtbot.addWidget(page)
+    page.load(Settings())
+    page.show()
+    assert page.install_button.isVisible() and not page.whisper_model.isEnabled()
+    assert page.model_note.text() == NOT_INSTALLED_BUTTON
+    return page
+
+
+def test_a_checkout_installs_the_model_from_the_page_and_it_can_be_chosen(qtbot, tmp_path,
+                                                                        announced):
+    """The button runs the installer (a checkout's bootstrap; here a stand-in that makes
+    the model findable): no terminal, no restart."""
+    flag = tmp_path / "installed"
+    page = install_page(qtbot, ["sh", "-c", f"sleep 0.3; echo fetched; touch {flag}"], flag)
+    page.install_button.click()
+    assert not page.install_button.isEnabled() and page.model_note.text() == INSTALLING
+    qtbot.waitUntil(lambda: page.model_note.text() == INSTALLED, timeout=10000)
+    assert page.whisper_model.isEnabled() and not page.install_button.isVisible()
+    assert page.model_note.isVisible() and not page.install_error.isVisible()
+    assert [text for text, _ in announced] == [INSTALLING, INSTALLED]
+    choose(page.whisper_model, "base")
+    out = Settings()
+    assert page.write(out) == {} and out.recognition.whisper_model == "base"
+
+
+@pytest.mark.parametrize(("command", "shown"), [
+    (["sh", "-c", "echo Collecting; echo 'ERROR: network is unreachable' >&2; exit 1"],
+     "The install failed: ERROR: network is unreachable"),
+    (["sh", "-c", "exit 0"], "The install failed: exit status 0"),  # and still not there
+    (["/nonexistent/bootstrap.sh"], "Could not run /nonexistent/bootstrap.sh: "),
+])
+def test_a_failed_install_says_why_and_can_be_tried_again(qtbot, tmp_path, command, shown):
+    page = install_page(qtbot, command, tmp_path / "never")
+    page.install_button.click()
+    qtbot.waitUntil(lambda: page.install_error.isVisible(), timeout=10000)
+    assert page.install_error.text().startswith(shown)
+    assert page.install_button.isEnabled() and page.install_button.isVisible()
+    assert not page.whisper_model.isEnabled()
+    assert page.model_note.text() == NOT_INSTALLED_BUTTON
 
 
 def test_with_the_extra_there_is_no_note(qtbot):

