@@ -236,6 +236,8 @@ def _deploy(args: argparse.Namespace, control: EndpointControl,
         print(f"  autoscaling: {policy.min_capacity}–{policy.max_capacity} instances")
     print(f"Endpoint {plan.name} is InService on {snap.instance_type or 'an instance'}.")
     print(f"Use it as: sagemaker://{plan.name}?region={control.region}")
+    print(f"It bills until stopped: captioner endpoint stop {plan.name} (the app also "
+          "finds it when it starts, and asks before quitting).")
     return 0
 
 

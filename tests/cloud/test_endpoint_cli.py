@@ -46,6 +46,7 @@ def test_deploy_list_status_stop(cli_env: Path, moto_url: str,
     assert f"creating endpoint {name}" in out
     assert "InService" in out and "autoscaling: 1–2 instances" in out
     assert f"sagemaker://{name}?region=us-east-1" in out
+    assert f"It bills until stopped: captioner endpoint stop {name}" in out
 
     assert cli("list") == 0
     assert f"{name}" in capsys.readouterr().out
