@@ -41,8 +41,13 @@ apt_install() {
   ((${#missing[@]})) || return 0
   local sudo=()
   if [[ $(id -u) -ne 0 ]]; then
-    if command -v sudo >/dev/null; then sudo=(sudo); else
-      echo "bootstrap: please install: ${missing[*]}" >&2; return 0; fi
+    # sudo only where it can ask for a password (a terminal) or needs none: run from
+    # the app (Settings → Recognition → Install) it would fail on its prompt
+    if command -v sudo >/dev/null && { [[ -t 0 ]] || sudo -n true 2>/dev/null; }; then
+      sudo=(sudo)
+    else
+      echo "bootstrap: please install: ${missing[*]}" >&2; return 0
+    fi
   fi
   if ! command -v apt-get >/dev/null; then
     echo "bootstrap: not a Debian system; install the equivalents of: ${missing[*]}" >&2
