@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind, labelled
-from captioner.realtime.rows import break_cost, break_rows, cluster_cut
+from captioner.realtime.rows import break_cost, break_rows, cluster_cut, columns
 from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
@@ -60,9 +60,19 @@ def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> l
     def rows(i: int, j: int) -> list[str]:
         return [" ".join(row) for row in break_rows(words[i:j], lambda _row: True, width)]
 
+    # columns of words[:i], each followed by a space. Laying words out is the slow part:
+    # a run within one row's width is one row, and one wider than max_lines rows and a
+    # space at each break cannot fit, so only the runs between are laid out
+    ends = [0, *itertools.accumulate(columns(word) + 1 for word in words)]
+
+    def fits(i: int, j: int) -> bool:
+        span = ends[j] - ends[i] - 1
+        if span <= width:
+            return True
+        return span < max_lines * (width + 1) and len(rows(i, j)) <= max_lines
+
     count = -(-len(rows(0, len(words))) // max_lines)  # fewest; one word per cue always fits
-    while (cuts := _balanced_cuts(words, count,
-                                  lambda i, j: len(rows(i, j)) <= max_lines)) is None:
+    while (cuts := _balanced_cuts(words, count, fits)) is None:
         count += 1
     return [rows(i, j) for i, j in itertools.pairwise(cuts)]
 
@@ -82,18 +92,19 @@ def _balanced_cuts(words: Sequence[str], count: int,
                    fits: Callable[[int, int], bool]) -> list[int] | None:
     """Word indices [0, …, len(words)] that cut ``words`` into ``count`` parts that fit,
     of about equal length, preferring breaks after punctuation; None if none fit."""
-    total = len(" ".join(words))
-    target = total / count
     n = len(words)
+    ends = [0, *itertools.accumulate(len(word) + 1 for word in words)]  # of " ".join
+    target = (ends[n] - 1) / count
     # best[k][j]: the least cost of words[:j] in k parts, and where its last part starts
     best: list[dict[int, tuple[float, int]]] = [{0: (0.0, 0)}]
     for k in range(1, count + 1):
         row: dict[int, tuple[float, int]] = {}
-        for j in range(k, n - (count - k) + 1):
+        # the last part ends at the end; other ends are not worth laying out
+        for j in range(k, n - (count - k) + 1) if k < count else (n,):
             for i, (cost, _) in best[k - 1].items():
                 if i >= j or not fits(i, j):
                     continue
-                size = len(" ".join(words[i:j]))
+                size = ends[j] - ends[i] - 1
                 step = ((size - target) / target) ** 2
                 if j < n:
                     step += break_cost(words[j - 1])

@@ -2,12 +2,16 @@
 their journals; search, copy, export (TXT, SRT, WebVTT).
 
 File dialogs are opened with ``open()`` and answered through a signal, never with
-the blocking static helpers (we run inside the asyncio loop).
+the blocking static helpers (we run inside the asyncio loop). An export is written in
+a thread of its own: a long session takes seconds to lay out as cues, and captions and
+the window must go on meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -65,6 +69,7 @@ MIN_TEXT_POINTS, MAX_TEXT_POINTS = 8, 40
 
 class HistoryWindow(QWidget):
     exported = Signal(str)  # path written
+    _export_done = Signal(str, str)  # from the export's thread: path, why not ("": saved)
     message = Signal(str)  # a readable result or error
     text_size_changed = Signal(int)  # points of the transcript text; 0: the system's
 
@@ -162,6 +167,7 @@ class HistoryWindow(QWidget):
 
         self.search.textChanged.connect(self._refill)
         self.copy_button.clicked.connect(self.copy)
+        self._export_done.connect(self._on_export_done)
         self.session_list.currentRowChanged.connect(self._on_session_row)
         # a copy's or an export's result (or why it failed) is also spoken
         self.message.connect(lambda text: self.status_label.show_status(text, spoken=True))
@@ -290,8 +296,9 @@ class HistoryWindow(QWidget):
 
     def _count(self) -> None:
         shown, total = self.lines.count(), len(self.session.lines)
-        self.count_label.show_status(f"{shown} of {total}" if self.search.text()
-                                     else f"{total}")
+        lines = f"line{'s' * (total != 1)}"  # read aloud alone, a bare number says nothing
+        self.count_label.show_status(f"{shown} of {total} {lines}" if self.search.text()
+                                     else f"{total} {lines}")
 
     def copy(self) -> str:
         """Copy the selected lines (all shown lines when none is selected)."""
@@ -331,14 +338,37 @@ class HistoryWindow(QWidget):
         started = (journal_started(path) if path is not None else None) or datetime.now()
         return f"Captions {started:%Y-%m-%d %H.%M}.{fmt}"
 
-    def export_to(self, path: Path, fmt: str) -> bool:
-        """Export the whole selected session (not only the search hits)."""
-        try:
-            export(self.session.lines, fmt, path)
-        except ExportError as exc:
-            self.message.emit(str(exc))
-            return False
-        self.last_export_folder = path.parent
+    def export_to(self, path: Path, fmt: str) -> threading.Thread:
+        """Export the whole selected session (not only the search hits) in a thread; its
+        result comes as ``message`` ("Saved …" or why not) and, if saved, ``exported``."""
+        lines = list(self.session.lines)  # the current session goes on growing meanwhile
+        for button in self.export_buttons.values():
+            button.setEnabled(False)  # one export at a time
+        self.status_label.show_status(f"Exporting {len(lines)} "
+                                      f"line{'s' * (len(lines) != 1)}…")
+
+        def run() -> None:
+            try:
+                export(lines, fmt, path)
+                error = ""
+            except ExportError as exc:
+                error = str(exc)
+            except Exception as exc:  # a bug still gets an answer, not a stuck "Exporting…"
+                log.exception("! export to %s failed", path)
+                error = f"Could not export to {path}: {exc}."
+            with contextlib.suppress(RuntimeError):  # the window is gone: the app quit
+                self._export_done.emit(str(path), error)
+
+        thread = threading.Thread(target=run, name="export", daemon=True)
+        thread.start()
+        return thread
+
+    def _on_export_done(self, path: str, error: str) -> None:
+        for button in self.export_buttons.values():
+            button.setEnabled(True)
+        if error:
+            self.message.emit(error)
+            return
+        self.last_export_folder = Path(path).parent
         self.message.emit(f"Saved {path}.")
-        self.exported.emit(str(path))
-        return True
+        self.exported.emit(path)

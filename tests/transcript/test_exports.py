@@ -1,3 +1,4 @@
+import itertools
 import json
 from pathlib import Path
 
@@ -118,3 +119,29 @@ def test_caption_text_cannot_forge_a_cue_or_a_line():
     assert srt.count("-->") == 1  # the cue's own timing line only
     two = CaptionLine("ok\n[00:00:02] You: yes I agree", 1.0, 2.0, speaker="Others")
     assert to_txt([two]) == "[00:00:01] Others: ok [00:00:02] You: yes I agree\n"
+
+
+@given(st.lists(st.sampled_from(["we", "were", "all", "going", "direct", "to", "Heaven,",
+                                 "the", "other", "way.", "東京都の天気は晴れです", "a" * 45,
+                                 "cafe\u0301", "https://example.com/a/very/long/path"]),
+                min_size=1, max_size=40),
+       st.integers(8, 42), st.integers(1, 3))
+def test_cue_rows_lays_out_only_what_it_must_and_cuts_as_a_full_search_would(words, width,
+                                                                              max_lines):
+    """Runs too short for two rows or too long for a cue are decided without laying them
+    out (what made a long session's export take many seconds); the cues stay the same as
+    a search that lays out every run."""
+    from captioner.realtime.rows import break_rows
+    from captioner.transcript import exports
+
+    text = " ".join(words)
+    pieces = [p for word in text.split() for p in exports._pieces(word, width)]
+
+    def rows(i, j):
+        return [" ".join(r) for r in break_rows(pieces[i:j], lambda _r: True, width)]
+
+    count = -(-len(rows(0, len(pieces))) // max_lines)
+    while (cuts := exports._balanced_cuts(
+            pieces, count, lambda i, j: len(rows(i, j)) <= max_lines)) is None:
+        count += 1
+    assert cue_rows(text, width, max_lines) == [rows(i, j) for i, j in itertools.pairwise(cuts)]

@@ -22,13 +22,20 @@ def filled(qtbot, tmp_path):
     return window
 
 
+def export(qtbot, window: HistoryWindow, path: Path, fmt: str) -> str:
+    """Export (in its thread) and wait for the answer: "Saved …", or why not."""
+    with qtbot.waitSignal(window.message, timeout=30_000) as blocker:
+        window.export_to(path, fmt)
+    return blocker.args[0]
+
+
 def test_search_filters_case_insensitively_and_counts(qtbot, tmp_path):
     window = filled(qtbot, tmp_path)
     assert window.lines.count() == len(LINES)
     window.set_query("CUE")
     assert [line.text for line in window.shown_lines()] == [LINES[1].text]
     assert window.lines.item(0).text().startswith("[00:00:03] This is a much longer")
-    assert window.count_label.text() == f"1 of {len(LINES)}"
+    assert window.count_label.text() == f"1 of {len(LINES)} lines"
     window.set_query("")
     assert window.lines.count() == len(LINES)
 
@@ -46,9 +53,10 @@ def test_export_writes_the_whole_session_not_only_search_hits(qtbot, tmp_path):
     for fmt in ("srt", "vtt", "txt"):
         target = tmp_path / f"out.{fmt}"
         with qtbot.waitSignal(window.exported):
-            assert window.export_to(target, fmt)
+            assert export(qtbot, window, target, fmt) == f"Saved {target}."
         assert target.read_bytes() == (GOLDEN / f"meeting.{fmt}").read_bytes()
-    assert not window.export_to(tmp_path / "nowhere" / "x.srt", "srt")
+    assert export(qtbot, window, tmp_path / "nowhere" / "x.srt", "srt").startswith(
+        "Could not write")
     assert "Could not write" in window.status_label.text()
 
 
@@ -69,7 +77,7 @@ def test_the_save_dialog_opens_in_the_transcripts_folder_with_the_sessions_name(
     dialog.reject()
     other = tmp_path / "elsewhere"
     other.mkdir()
-    assert window.export_to(other / name, "srt")
+    assert export(qtbot, window, other / name, "srt").startswith("Saved")
     dialog = window.ask_export("vtt")  # the next export opens where the last one went
     assert Path(dialog.directory().absolutePath()) == other
     assert Path(dialog.selectedFiles()[0]).name == name.replace(".srt", ".vtt")
@@ -98,7 +106,7 @@ def test_the_last_export_folder_is_remembered_across_app_runs(qtbot, store, tmp_
     app.history.append_line(LINES[0])
     elsewhere = tmp_path / "subtitles"
     elsewhere.mkdir()
-    assert app.history.export_to(elsewhere / "talk.srt", "srt")
+    assert export(qtbot, app.history, elsewhere / "talk.srt", "srt").startswith("Saved")
     store.flush()
     saved = settings_io.load()
     assert saved.transcript.export_folder == str(elsewhere)
@@ -147,7 +155,7 @@ def test_a_past_session_with_a_time_that_is_not_a_number_still_shows_and_exports
     shown = [window.lines.item(i).text() for i in range(window.lines.count())]
     assert shown == ["[00:00:00] Hello and welcome to the meeting.",
                      f"[00:00:03] {LINES[1].text}", "[00:00:11] Yes."]
-    assert window.export_to(tmp_path / "out.srt", "srt")
+    assert export(qtbot, window, tmp_path / "out.srt", "srt").startswith("Saved")
     assert "Hello and welcome" in (tmp_path / "out.srt").read_text()
 
 
@@ -231,9 +239,41 @@ def test_the_export_result_and_match_count_reach_screen_readers(qtbot, tmp_path,
                                                                 announced):
     window = filled(qtbot, tmp_path)
     window.set_query("hour")
-    assert not window.export_to(tmp_path / "nowhere" / "x.srt", "srt")
+    assert export(qtbot, window, tmp_path / "nowhere" / "x.srt", "srt").startswith("Could not")
     for label in (window.status_label, window.count_label):
         iface = QAccessible.queryAccessibleInterface(label)
         heard = f"{iface.text(QAccessible.Text.Name)} {iface.text(QAccessible.Text.Description)}"
         assert label.text() and label.text() in heard
     assert len(announced) == 1 and announced[0][0].startswith("Could not write")
+
+
+def test_a_long_session_exports_in_a_thread_while_the_window_answers(qtbot, tmp_path):
+    window = HistoryWindow(tmp_path / "transcripts")
+    qtbot.addWidget(window)
+    text = "we were all going direct to Heaven, we were all going direct the other way"
+    for n in range(400):  # hours of speech: seconds to lay out as cues
+        window.append_line(CaptionLine(f"{text[n % 5:]} {n}.", n * 9.0, n * 9.0 + 8))
+    target = tmp_path / "long.srt"
+    thread = window.export_to(target, "srt")
+    # it returned at once: the buttons wait for this export, the window says what it does
+    assert not any(b.isEnabled() for b in window.export_buttons.values())
+    assert window.status_label.text() == "Exporting 400 lines…"
+    with qtbot.waitSignal(window.message, timeout=30_000) as blocker:
+        pass
+    assert blocker.args == [f"Saved {target}."]
+    assert all(b.isEnabled() for b in window.export_buttons.values())
+    assert target.read_text(encoding="utf-8").count(" --> ") >= 400
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_an_export_that_fails_unexpectedly_is_still_answered(qtbot, tmp_path, monkeypatch):
+    window = filled(qtbot, tmp_path)
+
+    def broken(*_args):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr("captioner.ui.history.export", broken)
+    text = export(qtbot, window, tmp_path / "out.srt", "srt")
+    assert text == f"Could not export to {tmp_path / 'out.srt'}: a bug."
+    assert all(b.isEnabled() for b in window.export_buttons.values())

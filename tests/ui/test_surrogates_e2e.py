@@ -65,8 +65,11 @@ def test_lone_surrogates_from_a_server_reach_journal_and_exports(qapp, store, to
         await wait_until(lambda: not app.controller.running, 20, "the end of the file")
         state, notice = app.controller.current.state, app.overlay.strip.notice_label.text()
         journal = app.history.current_journal
-        exported = {fmt: app.history.export_to(tmp_path / f"out.{fmt}", fmt)
-                    for fmt in ("txt", "srt", "vtt")}
+        exported: dict[str, str] = {}
+        for fmt in ("txt", "srt", "vtt"):  # each in its thread, answered by a message
+            app.history.message.connect(lambda text, fmt=fmt: exported.setdefault(fmt, text))
+            app.history.export_to(tmp_path / f"out.{fmt}", fmt)
+            await wait_until(lambda fmt=fmt: fmt in exported, 20, f"the {fmt} export")
         await app.shutdown()
         return shown, state, notice, journal, exported
 
@@ -77,7 +80,7 @@ def test_lone_surrogates_from_a_server_reach_journal_and_exports(qapp, store, to
     assert [line.text for line in contents.lines] == [
         "Caf\ufffd au lait is served here.", "The second line \ufffdfollows it."]
     assert contents.finished and contents.skipped == 0
-    assert exported == {"txt": True, "srt": True, "vtt": True}
+    assert exported == {fmt: f"Saved {tmp_path / f'out.{fmt}'}." for fmt in ("txt", "srt", "vtt")}
     for fmt in exported:
         text = (tmp_path / f"out.{fmt}").read_text(encoding="utf-8")
         assert "Caf\ufffd au lait" in text and "\ufffdfollows" in text
