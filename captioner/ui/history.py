@@ -252,10 +252,25 @@ class HistoryWindow(QWidget):
     def select_session(self, key: str) -> None:
         session = self.sessions[key]
         if not session.loaded and session.path is not None:
-            session.lines = read_journal(session.path).lines
-            session.loaded = True
+            self._load(session)
         self._selected = key
         self._refill()
+
+    def _load(self, session: HistorySession) -> None:
+        """Read a past session's journal, and say so when it is gone or lines were lost:
+        an empty or short transcript must not look like all that was said."""
+        assert session.path is not None
+        if not session.path.is_file():  # stays unread: shown if it comes back
+            self.message.emit(f"The transcript of {session.title} is gone: "
+                              f"{session.path} was moved or deleted.")
+            return
+        contents = read_journal(session.path)
+        session.lines, session.loaded = contents.lines, True
+        if contents.skipped:
+            n, shown = contents.skipped, len(contents.lines)
+            self.message.emit(f"{n} damaged line{'s' * (n != 1)} of {session.title} could "
+                              f"not be read; the {shown} line{'s' * (shown != 1)} around "
+                              f"{'them' if n != 1 else 'it'} are shown.")
 
     @property
     def session(self) -> HistorySession:

@@ -155,6 +155,9 @@ def test_a_past_session_with_a_time_that_is_not_a_number_still_shows_and_exports
     shown = [window.lines.item(i).text() for i in range(window.lines.count())]
     assert shown == ["[00:00:00] Hello and welcome to the meeting.",
                      f"[00:00:03] {LINES[1].text}", "[00:00:11] Yes."]
+    assert window.status_label.text() == (  # not taken for all that was said
+        f"1 damaged line of {window.session.title} could not be read; "
+        "the 3 lines around it are shown.")
     assert export(qtbot, window, tmp_path / "out.srt", "srt").startswith("Saved")
     assert "Hello and welcome" in (tmp_path / "out.srt").read_text()
 
@@ -277,3 +280,23 @@ def test_an_export_that_fails_unexpectedly_is_still_answered(qtbot, tmp_path, mo
     text = export(qtbot, window, tmp_path / "out.srt", "srt")
     assert text == f"Could not export to {tmp_path / 'out.srt'}: a bug."
     assert all(b.isEnabled() for b in window.export_buttons.values())
+
+
+def test_a_past_session_whose_file_is_gone_says_so_and_shows_it_when_back(qtbot, tmp_path):
+    folder = tmp_path / "transcripts"
+    journal = Journal.create(folder, source="system")
+    journal.append(LINES[0])
+    journal.close()
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    aside = tmp_path / "aside.jsonl"
+    journal.path.rename(aside)  # moved away while the window lists it
+    window.session_list.setCurrentRow(1)
+    assert window.lines.count() == 0
+    assert window.status_label.text() == (
+        f"The transcript of {window.session.title} is gone: {journal.path} was moved "
+        "or deleted.")
+    aside.rename(journal.path)
+    window.session_list.setCurrentRow(0)
+    window.session_list.setCurrentRow(1)
+    assert [line.text for line in window.shown_lines()] == [LINES[0].text]
