@@ -161,6 +161,7 @@ class HistoryWindow(QWidget):
             QWidget.setTabOrder(prev, b)
             prev = b
         QShortcut(QKeySequence.StandardKey.Find, self, self.search.setFocus)
+        QShortcut(QKeySequence(Qt.Key.Key_Escape), self, self._escape)
         QShortcut(QKeySequence.StandardKey.Copy, self.lines, self.copy)
         if actions is not None:
             self.addActions(actions.keyboard())
@@ -243,6 +244,13 @@ class HistoryWindow(QWidget):
                 self.session_list.setCurrentItem(item)
         self.session_list.blockSignals(False)
         self._refill()
+
+    def _escape(self) -> None:
+        """Esc clears a search typed in its field, else closes the window (as a dialog)."""
+        if self.search.hasFocus() and self.search.text():
+            self.search.clear()
+        else:
+            self.close()
 
     def _on_session_row(self, row: int) -> None:
         item = self.session_list.item(row)

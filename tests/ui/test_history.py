@@ -300,3 +300,18 @@ def test_a_past_session_whose_file_is_gone_says_so_and_shows_it_when_back(qtbot,
     window.session_list.setCurrentRow(0)
     window.session_list.setCurrentRow(1)
     assert [line.text for line in window.shown_lines()] == [LINES[0].text]
+
+
+def test_escape_clears_a_typed_search_then_closes_the_window(qtbot, tmp_path):
+    window = filled(qtbot, tmp_path)
+    window.show()
+    window.search.activateWindow()
+    window.search.setFocus()
+    qtbot.waitUntil(window.search.hasFocus, timeout=2000)
+    qtbot.keyClicks(window.search, "hour")
+    assert window.lines.count() == 1
+    qtbot.keyClick(window.search, Qt.Key.Key_Escape)
+    assert window.search.text() == "" and window.lines.count() == len(LINES)
+    assert window.isVisible()
+    qtbot.keyClick(window.search, Qt.Key.Key_Escape)
+    assert not window.isVisible()
