@@ -91,6 +91,8 @@ class _SoundfileReader:
 def open_reader(path: str | Path) -> _Reader:
     """A reader for ``path``; raises :class:`AudioFileError` with a readable reason."""
     path = Path(path)
+    if path.is_dir():
+        raise AudioFileError(f"{path}: a folder, not an audio file")
     if not path.is_file():
         raise AudioFileError(f"{path}: no such file")
     is_wav = path.suffix.lower() in (".wav", ".wave")

@@ -111,10 +111,13 @@ def test_stop_ends_the_stream_early(tmp_path):
     ("text.wav", b"hello, not audio", "text.wav"),
     ("text.flac", b"fLaC but not really", "not a readable audio file"),
     ("empty.wav", b"", "empty.wav"),
+    ("folder.wav", "folder", "folder.wav: a folder, not an audio file"),
 ])
 def test_bad_files_raise_a_clear_typed_error(tmp_path, name, content, message):
     path = tmp_path / name
-    if content is not None:
+    if content == "folder":
+        path.mkdir()
+    elif content is not None:
         path.write_bytes(content)
     with pytest.raises(AudioFileError, match=message):
         FileSource(path)
