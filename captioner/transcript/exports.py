@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from captioner.realtime.captions import CaptionLine, LineKind, labelled
-from captioner.realtime.rows import break_cost, break_rows, cluster_cut, columns
+from captioner.realtime.rows import break_cost, break_rows, columns, graphemes
 from captioner.realtime.speakers import in_time_order
 from captioner.surrogates import replace_lone_surrogates
 from captioner.transcript.errors import ExportError
@@ -78,14 +78,18 @@ def cue_rows(text: str, width: int = MAX_CHARS, max_lines: int = MAX_LINES) -> l
 
 
 def _pieces(word: str, width: int) -> list[str]:
-    """``word`` in pieces of at most ``width`` characters, never inside a grapheme cluster
-    (an accent, an emoji sequence); rows then break them further by columns."""
-    pieces = []
-    while word:
-        cut = cluster_cut(word, width)
-        pieces.append(word[:cut])
-        word = word[cut:]
-    return pieces
+    """``word`` in pieces of at most ``width`` columns (a wide CJK character counts two),
+    never inside a grapheme cluster (an accent, an emoji sequence): each piece then fits
+    a row of its own, so any cue of one row or more can hold it."""
+    pieces: list[str] = []
+    piece, used = "", 0
+    for cluster in graphemes(word):
+        wide = columns(cluster)
+        if piece and used + wide > width:
+            pieces.append(piece)
+            piece, used = "", 0
+        piece, used = piece + cluster, used + wide
+    return [*pieces, piece] if piece else pieces
 
 
 def _balanced_cuts(words: Sequence[str], count: int,

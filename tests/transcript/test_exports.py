@@ -145,3 +145,15 @@ def test_cue_rows_lays_out_only_what_it_must_and_cuts_as_a_full_search_would(wor
             pieces, count, lambda i, j: len(rows(i, j)) <= max_lines)) is None:
         count += 1
     assert cue_rows(text, width, max_lines) == [rows(i, j) for i, j in itertools.pairwise(cuts)]
+
+
+def test_a_wide_word_is_cut_by_columns_so_a_one_row_cue_holds_each_piece():
+    """Cut by characters, a piece of CJK text was twice the row's width: no one-row cue
+    could hold it, and the search for a cut that fits never ended."""
+    from captioner.realtime.rows import columns
+
+    text = "東京都の天気は晴れです 明日"
+    cues = cue_rows(text, 8, 1)
+    assert all(len(cue) == 1 and columns(cue[0]) <= 8 for cue in cues)
+    assert "".join(row for cue in cues for row in cue).replace(" ", "") == \
+        text.replace(" ", "")
