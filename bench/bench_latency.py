@@ -418,6 +418,8 @@ def main() -> int:
         daemon.add_null_sink(SINK, "Captioner bench sink")
         daemon.pactl("set-default-sink", SINK)
         os.environ["PULSE_SERVER"] = daemon.server
+        # not the user's config: their cloud state would have the app look for endpoints
+        os.environ["CAPTIONER_CONFIG_DIR"] = str(tmp / "config")
         refresh_portaudio()
         settings = Settings()
         settings.first_run = False

@@ -24,9 +24,13 @@ pytest_plugins: list[str] = [
 @pytest.fixture(autouse=True, scope="session")
 def _private_cache_dir(tmp_path_factory: pytest.TempPathFactory):
     """Model digests and the assembled multilingual model go to a temporary folder,
-    never the user's cache (pytest keeps only its last few base folders)."""
+    never the user's cache (pytest keeps only its last few base folders); so does the
+    config folder: a developer's own cloud state (an endpoint once deployed) would have
+    every app in the suite look for endpoints in AWS, and a region remembered by a test
+    would land in it."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CAPTIONER_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+        mp.setenv("CAPTIONER_CONFIG_DIR", str(tmp_path_factory.mktemp("user-config")))
         yield
 
 
