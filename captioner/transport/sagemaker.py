@@ -134,10 +134,13 @@ class _CrtClient(AWSCRTHTTPClient):
         # which passes a cancellation on to it (a close cut short, or the loop's end), and
         # the CRT later sets that cancelled future from its thread: InvalidStateError
         # printed. A running future cannot be cancelled, so mark them running first.
+        # The SDK closes each connection in a task of its own; cancelled before those
+        # started, no connection was ever told to close (its socket left open). Shielded,
+        # they run even when this close is cut short.
         for connection in self._connections.values():
             with contextlib.suppress(RuntimeError):  # finished meanwhile
                 connection.shutdown_future.set_running_or_notify_cancel()
-        await super().close()
+        await asyncio.shield(super().close())
 
     def __deepcopy__(self, memo: Any) -> _CrtClient:
         # The SDK deep-copies its config; keep the TLS choice and share the CRT loop.
