@@ -67,6 +67,10 @@ def line_label(line: CaptionLine) -> str:
 MIN_TEXT_POINTS, MAX_TEXT_POINTS = 8, 40
 
 
+def _lines(n: int) -> str:
+    return f"{n} line{'s' * (n != 1)}"
+
+
 class HistoryWindow(QWidget):
     exported = Signal(str)  # path written
     _export_done = Signal(str, str)  # from the export's thread: path, why not ("": saved)
@@ -277,7 +281,7 @@ class HistoryWindow(QWidget):
         if contents.skipped:
             n, shown = contents.skipped, len(contents.lines)
             self.message.emit(f"{n} damaged line{'s' * (n != 1)} of {session.title} could "
-                              f"not be read; the {shown} line{'s' * (shown != 1)} around "
+                              f"not be read; the {_lines(shown)} around "
                               f"{'them' if n != 1 else 'it'} are shown.")
 
     @property
@@ -319,9 +323,9 @@ class HistoryWindow(QWidget):
 
     def _count(self) -> None:
         shown, total = self.lines.count(), len(self.session.lines)
-        lines = f"line{'s' * (total != 1)}"  # read aloud alone, a bare number says nothing
-        self.count_label.show_status(f"{shown} of {total} {lines}" if self.search.text()
-                                     else f"{total} {lines}")
+        # "lines": read aloud alone, a bare number says nothing
+        self.count_label.show_status(f"{shown} of {_lines(total)}" if self.search.text()
+                                     else _lines(total))
 
     def copy(self) -> str:
         """Copy the selected lines (all shown lines when none is selected)."""
@@ -329,7 +333,7 @@ class HistoryWindow(QWidget):
                                                 for i in range(self.lines.count())]
         text = "\n".join(item.text() for item in items)
         QGuiApplication.clipboard().setText(text)
-        self.message.emit(f"Copied {len(items)} line{'s' * (len(items) != 1)}.")
+        self.message.emit(f"Copied {_lines(len(items))}.")
         return text
 
     # --- export ---------------------------------------------------------------
@@ -367,8 +371,7 @@ class HistoryWindow(QWidget):
         lines = list(self.session.lines)  # the current session goes on growing meanwhile
         for button in self.export_buttons.values():
             button.setEnabled(False)  # one export at a time
-        self.status_label.show_status(f"Exporting {len(lines)} "
-                                      f"line{'s' * (len(lines) != 1)}…")
+        self.status_label.show_status(f"Exporting {_lines(len(lines))}…")
 
         def run() -> None:
             try:

@@ -1,4 +1,3 @@
-import itertools
 import json
 from pathlib import Path
 
@@ -6,6 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bench.bench_export import full_search
 from captioner.realtime.captions import CaptionLine
 from captioner.realtime.rows import graphemes
 from captioner.transcript.exports import (
@@ -130,21 +130,9 @@ def test_cue_rows_lays_out_only_what_it_must_and_cuts_as_a_full_search_would(wor
                                                                               max_lines):
     """Runs too short for two rows or too long for a cue are decided without laying them
     out (what made a long session's export take many seconds); the cues stay the same as
-    a search that lays out every run."""
-    from captioner.realtime.rows import break_rows
-    from captioner.transcript import exports
-
+    a search that lays out every run (the export bench's baseline)."""
     text = " ".join(words)
-    pieces = [p for word in text.split() for p in exports._pieces(word, width)]
-
-    def rows(i, j):
-        return [" ".join(r) for r in break_rows(pieces[i:j], lambda _r: True, width)]
-
-    count = -(-len(rows(0, len(pieces))) // max_lines)
-    while (cuts := exports._balanced_cuts(
-            pieces, count, lambda i, j: len(rows(i, j)) <= max_lines)) is None:
-        count += 1
-    assert cue_rows(text, width, max_lines) == [rows(i, j) for i, j in itertools.pairwise(cuts)]
+    assert cue_rows(text, width, max_lines) == full_search(text, width, max_lines)
 
 
 def test_a_wide_word_is_cut_by_columns_so_a_one_row_cue_holds_each_piece():
