@@ -230,12 +230,22 @@ class HistoryWindow(QWidget):
                                                  "lines)", list(contents.lines), contents.path)
         self._refresh_sessions()
 
+    def _distinct(self, title: str) -> str:
+        """Sessions started in the same second (the app restarted at once) are told apart."""
+        taken = {session.title for session in self.sessions.values()}
+        if title not in taken:
+            return title
+        n = 2
+        while f"{title} ({n})" in taken:
+            n += 1
+        return f"{title} ({n})"
+
     def _refresh_sessions(self) -> None:
         for path in journal_files(self.folder):
             key = str(path)
             if key in self.sessions or path in self._run_journals:
                 continue
-            self.sessions[key] = HistorySession(key, journal_title(path),
+            self.sessions[key] = HistorySession(key, self._distinct(journal_title(path)),
                                                 path=path, loaded=False)
         self.session_list.blockSignals(True)
         self.session_list.clear()

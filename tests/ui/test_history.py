@@ -191,6 +191,19 @@ def test_past_sessions_are_listed_by_when_they_started_newest_first(qtbot, tmp_p
     assert window.windowTitle() == "Transcript history — Captioner"
 
 
+def test_sessions_started_in_the_same_second_are_told_apart(qtbot, tmp_path):
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    for pid in ("11", "12", "13-2"):  # the app restarted at once, twice
+        (folder / f"captions-20261205-192511-{pid}.jsonl").write_text("")
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    titles = [window.session_list.item(i).text() for i in range(window.session_list.count())]
+    assert titles[0] == "This session"
+    assert sorted(titles[1:]) == ["Sat 5 Dec 2026, 19:25:11", "Sat 5 Dec 2026, 19:25:11 (2)",
+                                  "Sat 5 Dec 2026, 19:25:11 (3)"]
+
+
 def test_the_transcript_text_size_changes_by_keyboard_and_buttons_within_bounds(qtbot,
                                                                                 tmp_path):
     window = filled(qtbot, tmp_path)
