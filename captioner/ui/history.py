@@ -48,6 +48,8 @@ from captioner.ui.settings.common import StatusLabel
 log = logging.getLogger(__name__)
 
 CURRENT = "current"
+_LIST_PADDING = 24  # px around a session's name in its list (item margins, a scroll bar)
+_LIST_MAX_WIDTH = 420  # px: past this the splitter is the user's to move
 
 
 @dataclass
@@ -225,9 +227,9 @@ class HistoryWindow(QWidget):
 
     def add_recovered(self, contents: JournalContents) -> None:
         key = str(contents.path)
-        started = contents.started.replace("T", " ")[:19] or contents.path.stem
-        self.sessions[key] = HistorySession(key, f"Recovered: {started} ({len(contents.lines)} "
-                                                 "lines)", list(contents.lines), contents.path)
+        # Named as past sessions are (local time, read as words): the stored start is UTC.
+        title = self._distinct(f"Recovered: {journal_title(contents.path)}")
+        self.sessions[key] = HistorySession(key, title, list(contents.lines), contents.path)
         self._refresh_sessions()
 
     def _distinct(self, title: str) -> str:
@@ -257,6 +259,11 @@ class HistoryWindow(QWidget):
             if key == self._selected:
                 self.session_list.setCurrentItem(item)
         self.session_list.blockSignals(False)
+        widest = max(self.session_list.fontMetrics().horizontalAdvance(session.title)
+                     for session in self.sessions.values())
+        # Room for the longest name (a recovered session's is long), not the window's width.
+        self.session_list.setMinimumWidth(min(widest + 2 * self.session_list.frameWidth()
+                                              + _LIST_PADDING, _LIST_MAX_WIDTH))
         self._refill()
 
     def _escape(self) -> None:

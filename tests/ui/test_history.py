@@ -1,3 +1,4 @@
+from datetime import UTC, datetime
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -202,6 +203,25 @@ def test_sessions_started_in_the_same_second_are_told_apart(qtbot, tmp_path):
     assert titles[0] == "This session"
     assert sorted(titles[1:]) == ["Sat 5 Dec 2026, 19:25:11", "Sat 5 Dec 2026, 19:25:11 (2)",
                                   "Sat 5 Dec 2026, 19:25:11 (3)"]
+
+
+def test_recovered_sessions_are_named_like_past_ones_told_apart_and_shown_whole(
+        qtbot, tmp_path):
+    folder = tmp_path / "transcripts"
+    started = datetime(2026, 12, 7, 14, 2, 11, tzinfo=UTC)
+    crashed = [Journal.create(folder, started=started) for _ in range(3)]  # restarts at once
+    window = HistoryWindow(folder)
+    qtbot.addWidget(window)
+    for journal in crashed:
+        journal.append(LINES[0])
+        window.add_recovered(read_journal(journal.path))
+    local = started.astimezone()
+    when = f"{local:%a} {local.day} {local:%b %Y, %H:%M:%S}"  # as past sessions are named
+    titles = [window.sessions[str(j.path)].title for j in crashed]
+    assert sorted(titles) == [f"Recovered: {when}", f"Recovered: {when} (2)",
+                              f"Recovered: {when} (3)"]
+    widest = max(window.session_list.fontMetrics().horizontalAdvance(t) for t in titles)
+    assert window.session_list.minimumWidth() > widest
 
 
 def test_the_transcript_text_size_changes_by_keyboard_and_buttons_within_bounds(qtbot,
