@@ -304,6 +304,8 @@ class CaptionerApp(QObject):
 
         Asked again while a stop fails: quitting would cancel its retry and leave it billing.
         """
+        if not await self._let_install_finish():
+            return False
         prompt = self.endpoints.quit_decision()
         if prompt is None:
             return True
@@ -329,6 +331,36 @@ class CaptionerApp(QObject):
                 [("retry", "&Try again"), ("quit", "&Quit anyway"), ("cancel", "Cancel")],
                 default="cancel")
         return answer != "cancel"
+
+    async def _let_install_finish(self) -> bool:
+        """Quitting while the multilingual model installs would cut pip off half-way
+        (its output pipe closes under it): quit when it is done, or stay. False = stay."""
+        page = self.settings_dialog.recognition if self.settings_dialog is not None else None
+        if page is None or not page.installing:
+            return True
+        self.bring_to_front()
+        answer = await ask(
+            self.overlay, "The multilingual model is still installing",
+            "Quitting now would cut its install off half-way. Captioner can quit as soon "
+            "as the install is done (it downloads 145 MB), or stay open.",
+            [("wait", "&Quit when it is done"), ("cancel", "Cancel")], default="cancel")
+        if answer != "wait":
+            return False
+        ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def end() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        page.install_ended.connect(end)
+        try:
+            if page.installing:
+                self.overlay.set_notice("Quitting when the multilingual model's install is "
+                                        "done…")
+                await ended
+        finally:
+            page.install_ended.disconnect(end)
+        return True
 
     def _on_global_key(self, name: str) -> None:
         if name == "reply":

@@ -158,6 +158,35 @@ def test_quit_asks_while_an_endpoint_bills(qapp, store, tone_wav, choice, quits,
     assert bool(stopped) is stops
 
 
+@pytest.mark.parametrize(("choice", "quits"),
+                         [("Cancel", False), ("Quit when it is done", True)])
+def test_quit_waits_for_the_multilingual_install_or_stays(qapp, store, tone_wav, tmp_path,
+                                                          choice, quits):
+    """Quitting mid-install cut pip off half-way (its output pipe closed under it)."""
+    installed = tmp_path / "installed"
+
+    async def scenario():
+        app = make_app(store, tone_wav)
+        app.show_settings()
+        page = app.settings_dialog.recognition
+        page._installer = ["bash", "-c", f"sleep 1; touch {installed}"]  # a real process
+        page._start_install()
+        assert page.installing
+        answer = app.spawn(app.confirm_quit())
+        await wait_until(lambda: _box() is not None, 5, "the question")
+        box = _box()
+        assert "still installing" in box.windowTitle() + box.text()
+        [button] = [b for b in box.buttons() if b.text().replace("&", "") == choice]
+        button.click()
+        result = await answer
+        finished_first = installed.exists()
+        await wait_until(lambda: not page.installing, 10, "the install's end")
+        await app.shutdown()
+        return result, finished_first
+
+    assert run_async(qapp, scenario) == (quits, quits)  # quitting waited; staying did not
+
+
 def test_the_quit_question_is_on_the_screen_above_the_overlay(qapp, store, tone_wav):
     """The overlay stays on top of every window: a question centred on it was hidden
     under it, its buttons below the bottom of the screen."""

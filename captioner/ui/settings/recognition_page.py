@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from PySide6.QtCore import QProcess
+from PySide6.QtCore import QProcess, Signal
 from PySide6.QtWidgets import (
     QButtonGroup,
     QComboBox,
@@ -71,6 +71,7 @@ ENGLISH_ONLY_NOTE = "The English model always listens for English."
 
 class RecognitionPage(Page):
     title = "Recognition"
+    install_ended = Signal()  # the multilingual install finished, failed or could not start
 
     def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None, *,
                  multilingual_available: Callable[[], bool] = multilingual_installed,
@@ -213,10 +214,16 @@ class RecognitionPage(Page):
             log.warning("! installing the multilingual model failed: %s", output[-2000:])
             self._install_done(f"The install failed: {last[-300:]}")
 
+    @property
+    def installing(self) -> bool:
+        """The multilingual model's install is running (quitting would cut it off)."""
+        return self._install is not None
+
     def _install_done(self, error: str | None) -> None:
         if self._install is not None:
             self._install.deleteLater()
         self._install = None
+        self.install_ended.emit()
         self.install_button.setEnabled(True)
         self.install_error.show_error(error)
         if error is None:
