@@ -163,7 +163,7 @@ def stage_clock(engine: WhisperEngine, stages: collections.Counter,
     model = engine._model  # the bench looks inside on purpose
 
     def ct2_stage(name: str, kwargs: dict[str, Any]) -> str | None:
-        if name == "encode":
+        if name in ("encode", "encode_final"):
             return "encoder (finals)"
         if name == "encode_live":
             return "encoder (live)"

@@ -20,10 +20,10 @@ dominate the cost of re-decoding a growing utterance:
 - **A forced prefix.** Words the streaming policy already agreed on are given
   to the decoder as the start of its answer. Text before the utterance is the
   usual Whisper "previous text" prompt.
-- **Decoding on one thread.** Finals and offline transcription encode on
-  ``threads``; every decoder call, and the encoder of live decodes (short
-  windows), run on a second, one-thread instance of the model
-  (``_DecodingOnOneThread``: less than half the CPU of two-thread decoding).
+- **Decoding on one thread.** Offline transcription encodes on ``threads``;
+  every decoder call, and the encoder of streaming decodes (live and final),
+  run on a second, one-thread instance of the model (``_DecodingOnOneThread``:
+  less than half the CPU of two-thread decoding).
 - **Live decodes on our own decoder** (``live_decoder="int8"``, what the default
   ``"auto"`` picks on a CPU without VNNI; with VNNI CTranslate2's int8 steps are
   the cheaper and it picks those): captioner.engine.whisper_decoder reads the
@@ -171,8 +171,11 @@ class _DecodingOnOneThread:
 
     Live decodes encode on the one-thread instance too (``encode_live``): their
     windows are short, so a second thread saves little wall time (5 s of audio
-    plus the pad: 19 vs 22 ms) and costs CPU (28 vs 22 ms). Finals, whose end
-    a reader waits for, and offline transcription keep ``threads``.
+    plus the pad: 19 vs 22 ms) and costs CPU (28 vs 22 ms). So do finals
+    (``encode_final``): a second thread saved about 20 ms before a 10 s
+    utterance's commit, which waits seconds for the utterance's end anyway, for
+    2–3.5 % of the engine's CPU (the same text). Offline transcription keeps
+    ``threads``.
     """
 
     def __init__(self, model: ctranslate2.models.Whisper, folder: Path) -> None:
@@ -187,6 +190,9 @@ class _DecodingOnOneThread:
         return self._decoding.generate(*args, **kwargs)
 
     def encode_live(self, *args: Any, **kwargs: Any) -> Any:
+        return self._decoding.encode(*args, **kwargs)
+
+    def encode_final(self, *args: Any, **kwargs: Any) -> Any:
         return self._decoding.encode(*args, **kwargs)
 
     def detect_language(self, *args: Any, **kwargs: Any) -> Any:
@@ -464,7 +470,8 @@ class WhisperEngine:
             features = LogMel(self._model.feature_extractor.mel_filters)
         batch = np.ascontiguousarray(features(audio, window)[None], dtype=np.float32)
         model = self._model.model
-        encode = model.encode_live if live and hasattr(model, "encode_live") else model.encode
+        name = "encode_live" if live else "encode_final"  # the one-thread copy's
+        encode = getattr(model, name) if hasattr(model, name) else model.encode
         return encode(ctranslate2.StorageView.from_array(batch), to_cpu=False)
 
     def _tokenizer(self, encoder_output: ctranslate2.StorageView, seconds: float = 0.0,

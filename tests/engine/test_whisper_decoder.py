@@ -373,7 +373,7 @@ class _Recording:
         return value
 
 
-def test_decoder_calls_and_live_encodes_run_on_a_one_thread_copy() -> None:
+def test_decoder_calls_and_streaming_encodes_run_on_a_one_thread_copy() -> None:
     engine = WhisperEngine(threads=2, live_decoder="ctranslate2")
     split = engine._model.model
     assert isinstance(split, _DecodingOnOneThread)
@@ -383,8 +383,8 @@ def test_decoder_calls_and_live_encodes_run_on_a_one_thread_copy() -> None:
     audio = clip("jfk").samples()[: 16000 * 4]
     assert engine.decode(audio) and engine.decode(audio, final=True)
     assert engine.transcribe(audio, beam_size=1)
-    assert encoding.count("encode") == 2 and "generate" not in encoding  # final, offline
-    assert decoding.count("generate") >= 3 and decoding.count("encode") == 1  # live
+    assert encoding.count("encode") == 1 and "generate" not in encoding  # offline
+    assert decoding.count("generate") >= 3 and decoding.count("encode") == 2  # live, final
     assert not isinstance(WhisperEngine(threads=1)._model.model, _DecodingOnOneThread)
 
 
@@ -402,7 +402,7 @@ def test_a_live_decode_of_long_audio_hears_less_silence_than_a_final() -> None:
         return run
 
     split.encode_live = noting("live", split.encode_live)
-    split.encode = noting("final", split.encode)
+    split.encode_final = noting("final", split.encode_final)
     speech = clip("jfk").samples()
     for seconds in (1.0, 3.5, 6.0):
         audio = speech[: int(16000 * seconds)]
