@@ -308,6 +308,26 @@ def _shown_words(final: list[str], shown: list[str]) -> list[int]:
             if block.size >= 2 or block.a == block.b for k in range(block.size)]
 
 
+def idle_cost(engine: WhisperEngine, clip: SpeechClip, rounds: int = 8) -> tuple[float, float]:
+    """Median CPU (s) of one live-sized decode back to back, and after a 0.3 s idle wait.
+
+    At real-time pace every decode follows such a wait. On the VM these figures
+    come from, the wait alone made the same work cost up to 1.5× as much (its
+    memory is no longer in cache: a 64 MB read took 2-3× as long), and how much
+    moved from day to day; this line says how the machine stood during the run.
+    """
+    audio = clip.samples()[: 5 * SAMPLE_RATE]
+    hot: list[float] = []
+    cold: list[float] = []
+    for _ in range(rounds):
+        for idle, into in ((0.0, hot), (0.3, cold)):
+            time.sleep(idle)
+            start = time.process_time()
+            engine.decode(audio)
+            into.append(time.process_time() - start)
+    return float(np.median(hot)), float(np.median(cold))
+
+
 def rss_mb() -> float:
     with open("/proc/self/status") as status:
         for line in status:
@@ -397,6 +417,7 @@ def main() -> int:
           f"finals {finals}, {options}")
     clips = [c for c in CLIPS if not args.clips or c.name in args.clips.split(",")]
     engine.transcribe(clips[0].samples())  # warm up
+    idle_before = idle_cost(engine, clips[0])
     totals = {"offline": [0, 0, 0.0], "fast": [0, 0, 0.0], "paced": [0, 0, 0.0]}
     seconds = 0.0
     shown: list[float] = []
@@ -477,6 +498,10 @@ def main() -> int:
         print(f"{name:<8} WER {errs / words:6.1%} ({errs}/{words})   "
               f"CPU {used / seconds * 1000:5.0f} ms per audio s = {used / base_cpu:4.2f}× offline")
     fast_cpu = totals["fast"][2]
+    print("this machine after idle, before and after the runs: a 5 s decode costs " + "; ".join(
+        f"{hot * 1000:.0f} ms CPU back to back, {cold * 1000:.0f} after a 0.3 s wait "
+        f"({cold / hot:.2f}×)" for hot, cold in (idle_before, idle_cost(engine, clips[0])))
+        + " (at real-time pace a wait comes before every decode)")
     print("fast-mode CPU by stage (ms per audio s): " + ", ".join(
         f"{name} {used / seconds * 1000:.0f} ({calls[name]}×)"
         for name, used in stages.most_common())
