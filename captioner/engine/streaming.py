@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -81,6 +82,12 @@ FAST_WORDS = 4.5  # words per second no speech holds (the set's finals: 4.4 at m
 _NEAR_COPY = 0.7  # word similarity at which an answer's tail says its words before again
 _REAL_WORD = 3  # letters: a reading without a word this long read nothing
 _SAME_LETTERS = 0.5  # letter similarity at which two readings are the same words
+_SPARSE_RATE = 1.0  # words per s of speech under which a final stopped early (the set: 2.1+)
+_SPARSE_SPEECH = 2.0  # s of speech a final must hear before it is held to that rate
+# Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Khmer,
+# Burmese): each of their characters counts as a word said, about a syllable.
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
+                       "\u3400-\u9fff\uf900-\ufaff]")
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
@@ -417,6 +424,11 @@ class StreamingTranscriber:
                 log.debug("= final %r against the agreed %r: decoded after them",
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
+            if self._reads_too_few(words, end):
+                more = self._run(audio, words, final=True)
+                log.debug("= final %r is too few words for %.1f s of speech: decoded after "
+                          "them, %r", "".join(words), self._speech_in(0, end), "".join(more))
+                words = words + more
             if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
                     and not _echoes(self._carried, self._tentative)):
                 log.debug("= final %r shorter than live %r: kept the live text",
@@ -431,6 +443,15 @@ class StreamingTranscriber:
         self._move_seam(end)
         self._decoded_at = -1
         return words
+
+    def _reads_too_few(self, final: Sequence[str], end: int) -> bool:
+        """Whether ``final`` is far fewer words than its speech holds: a decoder that ended
+        its answer early, and the live decodes with it (tiny.en read a telephone line's
+        "Thy self thy foe, to thy sweet self too cruel" as "By self-" and stopped, 4 s of
+        speech unread). An empty final is left alone: that is noise read as nothing."""
+        speech = self._speech_in(0, end)
+        said = sum(max(1, len(_UNSPACED.findall(word))) for word in final)
+        return bool(final) and speech >= _SPARSE_SPEECH and said < speech * _SPARSE_RATE
 
     def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int) -> bool:
         """Whether ``final`` lacks the last words of a live decode that heard the same speech."""

@@ -200,6 +200,40 @@ def test_a_final_that_loops_with_a_word_changed_is_cut_where_the_loop_starts() -
     assert text == "some various creatures we desire and create."
 
 
+def test_a_final_that_stops_after_a_few_words_is_decoded_on_after_them() -> None:
+    """The telephone sonnet: tiny.en read 4 s of speech as "By self-" and ended its
+    answer there, in the live decodes and the final alike (so no live text shows what
+    it left out). A final this far under what its speech holds is decoded again after
+    its own words, and what that reads is committed after them."""
+    stopped = [" By", " self-"]
+    rest = ["sized", " foes,", " to", " die,", " sweet", " self,", " too", " cool."]
+    calls: list[str] = []
+
+    def final(prefix: str) -> list[str]:
+        calls.append(prefix)
+        return stopped if not prefix else rest
+
+    text = run_one_utterance(scripted(stopped, final))
+    assert text == "By self-sized foes, to die, sweet self, too cool."
+    assert calls == ["", " By self-"]
+
+
+@pytest.mark.parametrize("said", [[" Well,", " I", " see."], [" 我们今天讨论这个问题。"], []])
+def test_a_final_with_as_many_words_as_its_speech_holds_is_decoded_once(said: list[str]
+                                                                        ) -> None:
+    """Three words in 2.8 s of speech is slow speech, not an answer that stopped early;
+    a Chinese sentence is one "word" between spaces but ten said; a final that reads
+    nothing is noise. None is decoded again."""
+    calls: list[str] = []
+
+    def final(prefix: str) -> list[str]:
+        calls.append(prefix)
+        return said if not prefix else [" invented"]
+
+    assert run_one_utterance(scripted(said, final)) == "".join(said).strip()
+    assert calls == [""]
+
+
 def test_a_phrase_said_again_with_a_word_changed_is_kept() -> None:
     """Real speech says a phrase again with one word changed ("It was the best of
     times, it was the worst of times"), at a pace its speech can hold: a live text that
