@@ -165,8 +165,10 @@ class StreamingTranscriber:
         self._emitted_chars = 0
         self._started = False  # any text emitted (the first delta has no leading space)
         self._finished = False
+        self._before: _Before | None = None  # the last utterance, for a short one after it
         self.decodes = 0  # how many times the decoder ran (tests and benchmarks)
         self.decoded_seconds = 0.0  # audio seconds those decodes covered
+        self.decode_start = 0.0  # stream time (s) of the last decode's first sample
 
     # -- the Transcriber interface -------------------------------------------
 
@@ -323,9 +325,16 @@ class StreamingTranscriber:
         return words
 
     def _idle(self) -> None:
-        """No speech in the window: keep only a pre-roll for the next onset."""
+        """No speech in the window: keep only a pre-roll for the next onset.
+
+        The pause dropped is kept after the last utterance's audio while it is short
+        (``long_silence``), for a short utterance that may follow (``_finalize``)."""
         keep = round(self.options.preroll * SAMPLE_RATE / self._step) * self._step
         if len(self._audio) > keep + self._step:
+            dropped = (len(self._audio) - keep) // self._step * self._step
+            if self._before is not None:
+                self._before = self._before.followed_by(
+                    self._audio.view()[:dropped], round(self.options.long_silence * SAMPLE_RATE))
             self._move_seam(len(self._audio) - keep)
 
     def _move_seam(self, samples: int) -> None:
@@ -353,13 +362,15 @@ class StreamingTranscriber:
         return (len(self._audio) - self._decoded_at) / SAMPLE_RATE >= interval
 
     def _run(self, audio: np.ndarray, prefix: list[str], final: bool,
-             context: str | None = None) -> list[str]:
+             context: str | None = None, before: int = 0) -> list[str]:
+        """Decode ``audio``: the window's start on, after ``before`` samples ahead of it."""
         self.decodes += 1
         self.decoded_seconds += len(audio) / SAMPLE_RATE
+        self.decode_start = (self._seam - before) / SAMPLE_RATE
         context = self._context if context is None else context
         words = list(self._decode(audio, context, "".join(prefix), final))
         if log.isEnabledFor(logging.DEBUG):
-            start = self._seam / SAMPLE_RATE
+            start = self.decode_start
             log.debug("= decode %.2f–%.2f s%s after %r: %r", start,
                       start + len(audio) / SAMPLE_RATE, " (final)" if final else "",
                       "".join(prefix)[-40:], "".join(words))
@@ -400,12 +411,20 @@ class StreamingTranscriber:
         text before ("And so am I." for "ask not", right after "And so am I fellow
         America."). A final longer than that live text and than its speech can hold,
         ending in a near copy of its own words, loses the copy (``_looped_at_end``).
+
+        A short utterance (less speech than ``min_utterance``: "Ask not", alone between
+        two pauses) is first heard after the one before it, whose words it is told it
+        said (``_heard_after_before``).
         """
         words: list[str] = []
+        before, self._before = self._before, None
         if self._speech_in(0, end) >= self.options.min_speech:
             audio = self._audio.view()[:end]
             live = self._carried + self._tentative
-            words = self._run(audio, [], final=True)
+            if before is not None and self._speech_in(0, end) < self.options.min_utterance:
+                words = self._heard_after_before(before, audio)
+            if not words:
+                words = self._run(audio, [], final=True)
             resumes = _resumes(self._context, words)
             copies = _copies(words, self._context, _COPIED_FINAL)
             if resumes or copies:  # heard once more without the prompt
@@ -438,10 +457,34 @@ class StreamingTranscriber:
                 log.debug("= final %r says its last words again, which the live %r did not:"
                           " cut to %r", "".join(words), "".join(live), "".join(words[:keep]))
                 words = words[:keep]
+        context = self._context
         self._remember(words)
         self._carried, self._tentative = [], []
+        seam = end // self._step * self._step  # where the window will start
+        if words and end <= self.options.max_window * SAMPLE_RATE:
+            self._before = _Before(self._audio.view()[:seam].copy(), list(words), context)
         self._move_seam(end)
         self._decoded_at = -1
+        return words
+
+    def _heard_after_before(self, before: _Before, audio: np.ndarray) -> list[str]:
+        """A short utterance's words, decoded with the utterance before it in front.
+
+        Alone, 1.6 s of "Ask not" is a coin toss for tiny.en ("as not", "and stop"
+        on the telephone copy); heard after "And so my fellow Americans," with those
+        words forced, it reads "ask not". Nothing (the plain final decides) when the
+        answer loops (a phrase twice in a row, more words than its speech holds: "ask
+        not, ask not, ask not") or says the earlier words again.
+        """
+        joined = np.concatenate([before.audio, audio])
+        words = self._run(joined, before.words, final=True, context=before.context,
+                          before=len(before.audio))
+        holds = self._speech_in(0, len(audio)) * FAST_WORDS + 1
+        if (len(words) > holds or _repeats(words) or _echoes(before.words, words)
+                or _copies(words, "".join(before.words))):
+            return []
+        log.debug("= short utterance heard after %r: %r", "".join(before.words)[-40:],
+                  "".join(words))
         return words
 
     def _reads_too_few(self, final: Sequence[str], end: int) -> bool:
@@ -529,6 +572,24 @@ class StreamingTranscriber:
             self._started = bool(text)
         self._emitted_chars += len(text)
         return text
+
+
+@dataclass(frozen=True)
+class _Before:
+    """The last utterance: its audio (and the pause after it, so far), its words, and
+    the committed text before it."""
+
+    audio: np.ndarray
+    words: list[str]
+    context: str
+    pause: int = 0  # samples of pause after its words in ``audio``
+
+    def followed_by(self, pause: np.ndarray, most: int) -> _Before | None:
+        """This utterance with more pause after it, or None once the pause passes ``most``."""
+        if self.pause + len(pause) > most:
+            return None
+        return _Before(np.concatenate([self.audio, pause]), self.words, self.context,
+                       self.pause + len(pause))
 
 
 def _keys(words: Sequence[str]) -> list[str]:
