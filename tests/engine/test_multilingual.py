@@ -3,8 +3,10 @@ pins, language plumbing, and what it hears in German and English."""
 
 from __future__ import annotations
 
+import importlib
 import logging
 import subprocess
+import sys
 import wave
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ import pytest
 from captioner.engine.model_integrity import BASE, DigestCache, ModelIntegrityError
 from captioner.engine.model_paths import EngineError
 from captioner.engine.multilingual import (
+    PART_BYTES,
     PART_FILES,
     SIDE_FILES,
     LanguageError,
@@ -23,6 +26,7 @@ from captioner.engine.multilingual import (
     decoding_language,
     extra_hint,
     model_folder,
+    multilingual_damaged,
 )
 from captioner.engine.streaming import SAMPLE_RATE
 from captioner.engine.whisper import WhisperEngine
@@ -97,6 +101,9 @@ def test_a_damaged_assembled_copy_is_assembled_again(tmp_path: Path,
 
 def fake_wheels(root: Path, part1: bytes, part2: bytes) -> tuple[str, str]:
     names = ("fake_base_part_1", "fake_base_part_2")
+    for name in names:  # another test's fakes, imported from their own folder
+        sys.modules.pop(name, None)
+    importlib.invalidate_caches()
     for name, part, data in zip(names, PART_FILES, (part1, part2), strict=True):
         (root / name / "data").mkdir(parents=True)
         (root / name / "__init__.py").write_text("")
@@ -106,16 +113,49 @@ def fake_wheels(root: Path, part1: bytes, part2: bytes) -> tuple[str, str]:
     return names
 
 
+def pinned_size(packages: tuple[str, str], root: Path) -> None:
+    """Give the fake wheels' parts the pinned sizes (sparse: nothing written)."""
+    for name, part, size in zip(packages, PART_FILES, PART_BYTES, strict=True):
+        with (root / name / "data" / part).open("r+b") as f:
+            f.truncate(size)
+
+
 def test_parts_that_do_not_give_the_pinned_model_are_refused(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     packages = fake_wheels(tmp_path / "site", b"not whisper " * 1000, b"at all")
+    pinned_size(packages, tmp_path / "site")
+    assert not multilingual_damaged(packages)  # the sizes pass; the SHA-256 will not
     target = tmp_path / "cache"
     with pytest.raises(ModelIntegrityError, match=r"SHA-256 differs.*not loaded"):
         base_model_dir(target, DigestCache(tmp_path / "d.json"), packages)
     folder = target / "models" / "whisper-base"
     assert not (folder / "model.bin").exists()
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_an_install_cut_off_half_way_is_found_and_says_how_to_repair_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip killed by a logout or a full disk leaves the wheels' packages findable with
+    their model files short or missing: that is told apart from a model never installed
+    (the settings page offers to install it again) and refused with the fix."""
+    site = tmp_path / "site"
+    monkeypatch.syspath_prepend(str(site))
+    packages = fake_wheels(site, b"", b"")
+    pinned_size(packages, site)
+    assert not multilingual_damaged(packages)
+    part = site / packages[0] / "data" / PART_FILES[0]
+    with part.open("r+b") as f:
+        f.truncate(PART_BYTES[0] - 4096)
+    assert multilingual_damaged(packages)
+    with pytest.raises(ModelIntegrityError, match=r"cut off.*not loaded.*--multilingual"):
+        base_model_dir(tmp_path / "cache", DigestCache(tmp_path / "d.json"), packages)
+    pinned_size(packages, site)
+    (site / packages[1] / "data" / SIDE_FILES[0]).unlink()
+    assert multilingual_damaged(packages)
+    part.unlink()
+    assert multilingual_damaged(packages)
+    assert not multilingual_damaged(("no_such_wheel_1", "no_such_wheel_2"))  # not installed
 
 
 def test_without_the_extra_the_error_says_how_to_install_it(tmp_path: Path) -> None:
@@ -135,8 +175,8 @@ def test_how_to_install_it_fits_the_way_captioner_was_installed(tmp_path: Path) 
 
 
 def test_the_bootstrap_option_installs_the_pinned_wheels() -> None:
-    """What the hint tells a checkout's user to run: the two wheels, hash-checked (here
-    already installed by the test set-up, so pip only checks the pins it is given)."""
+    """What the hint tells a checkout's user to run: the two wheels, hash-checked, put in
+    again even when present (a copy an install left half-way is replaced)."""
     done = subprocess.run([REPO / "scripts" / "bootstrap.sh", "--multilingual"],
                           capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr

@@ -14,9 +14,11 @@ from captioner.captioning import EmbeddedEngine
 from captioner.settings import Settings
 from captioner.ui.app import CaptionerApp
 from captioner.ui.settings.recognition_page import (
+    DAMAGED,
     INSTALLED,
     INSTALLING,
     NOT_INSTALLED_BUTTON,
+    REINSTALL,
     RecognitionPage,
 )
 from captioner.ui.settings_store import SettingsStore
@@ -128,10 +130,41 @@ def test_a_failed_install_says_why_and_can_be_tried_again(qtbot, tmp_path, comma
 
 
 def test_with_the_extra_there_is_no_note(qtbot):
-    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: True)
+    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: True,
+                           multilingual_broken=lambda: False, installer=lambda: ["true"])
     qtbot.addWidget(page)
     page.load(Settings())
     assert page.whisper_model.isEnabled() and not page.model_note.isVisibleTo(page)
+    assert not page.install_button.isVisibleTo(page)
+
+
+@pytest.mark.parametrize("repairs", [True, False])
+def test_an_install_cut_off_half_way_can_be_done_again_from_the_page(qtbot, tmp_path,
+                                                                    announced, repairs):
+    """A logout or a full disk that ended the install left the model's files short:
+    the page says so and offers the install again (the bootstrap puts the wheels in
+    again even when present); until that works, it keeps saying so."""
+    damage = tmp_path / "damaged"
+    damage.touch()
+    fix = f"rm {damage}" if repairs else "true"
+    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: True,
+                           multilingual_broken=damage.exists,
+                           installer=lambda: ["sh", "-c", f"sleep 0.2; {fix}"])
+    qtbot.addWidget(page)
+    page.load(Settings())
+    page.show()
+    assert page.model_note.isVisible() and page.model_note.text() == DAMAGED
+    assert page.install_button.isVisible() and page.install_button.text() == REINSTALL
+    assert page.install_button.accessibleName() == REINSTALL.replace("&", "")
+    page.install_button.click()
+    qtbot.waitUntil(lambda: not page.installing, timeout=10000)
+    if repairs:
+        assert page.model_note.text() == INSTALLED and not page.install_button.isVisible()
+        assert not page.install_error.isVisible()
+    else:
+        assert page.install_error.text() == "The install failed: exit status 0"
+        assert page.model_note.text() == DAMAGED and page.install_button.isVisible()
+        assert page.install_button.text() == REINSTALL and page.install_button.isEnabled()
 
 
 def test_model_controls_only_apply_to_the_on_device_engine(qtbot, store):

