@@ -87,6 +87,13 @@ def install_command(frozen: bool = bool(getattr(sys, "frozen", False)),
     return ["bash", str(bootstrap), "--multilingual"]
 
 
+def _again() -> str:
+    """How to put a damaged copy right: from Settings where this copy can install."""
+    if install_command() is not None:
+        return f"Install it again in Settings → Recognition (or {EXTRA_HINT})."
+    return f"Install it again: {EXTRA_HINT}."
+
+
 class ModelNotInstalled(ModelDirError):
     """The chosen model's package is not installed; the message says how to get it."""
 
@@ -146,7 +153,7 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
     if multilingual_damaged(packages):
         raise ModelIntegrityError(
             f"The multilingual model's files are missing or incomplete (was its install cut "
-            f"off?); it was not loaded. Install it again: {EXTRA_HINT}.")
+            f"off?); it was not loaded. {_again()}")
     folder.mkdir(parents=True, exist_ok=True)
     second = _data_dir(packages[1])
     for name in SIDE_FILES:
@@ -167,7 +174,7 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
             raise ModelIntegrityError(
                 f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
                 f"give the model this version of Captioner was checked with (its SHA-256 "
-                f"differs); it was not loaded. Install it again: {EXTRA_HINT}.")
+                f"differs); it was not loaded. {_again()}")
         os.replace(tmp, folder / "model.bin")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

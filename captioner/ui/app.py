@@ -475,10 +475,21 @@ class CaptionerApp(QObject):
             self.settings_dialog.set_endpoints_page(EndpointsPage(
                 self.endpoints, self.store, self.endpoint_setup, runner=self.setup_runner))
             self._show_key_scope()
+            self.settings_dialog.recognition.install_ended.connect(self._after_model_install)
         self.settings_dialog.reload()
         self.settings_dialog.show()  # never exec(): we run inside the asyncio loop
         self.settings_dialog.raise_()
         self.settings_dialog.activateWindow()
+
+    def _after_model_install(self) -> None:
+        """Captions stopped by a missing or damaged multilingual model start again once
+        Settings has installed it: no Retry to find, no restart."""
+        page = self.settings_dialog.recognition if self.settings_dialog is not None else None
+        recognition = self.store.settings.recognition
+        if (page is not None and page.model_ready and self.controller.current.failed
+                and recognition.endpoint == "embedded" and recognition.whisper_model == "base"):
+            log.info("= the multilingual model is installed: captions start again")
+            self.spawn(self.controller.restart())
 
     def open_endpoint_setup(self, kind: Kind, preflight: Preflight) -> None:
         """The tray's Start was refused: open Settings → Endpoints at the failing check."""

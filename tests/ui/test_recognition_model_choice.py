@@ -11,6 +11,7 @@ import soundfile
 from captioner import settings as settings_io
 from captioner.audio.files import FileSource
 from captioner.captioning import EmbeddedEngine
+from captioner.engine.model_integrity import ModelIntegrityError
 from captioner.settings import Settings
 from captioner.ui.app import CaptionerApp
 from captioner.ui.settings.recognition_page import (
@@ -215,3 +216,45 @@ def test_choosing_another_model_while_captioning_loads_it(qapp, store, tone_wav,
         assert loads == [("tiny.en", None), ("base", "de")]
 
     run_async(qapp, scenario, timeout=90)
+
+
+def test_captions_stopped_by_a_damaged_model_start_again_once_it_is_installed(
+        qapp, store, tone_wav, tmp_path):
+    """The overlay said the multilingual model's files were cut short; Settings →
+    Recognition → Reinstall put them back, and the captions came back with them (they
+    stayed stopped until Retry before)."""
+    damage = tmp_path / "damaged"
+    damage.touch()
+    store.settings.recognition.whisper_model = "base"
+    factories: list[RecordingFactory] = []
+
+    def load(_recognition):
+        if damage.exists():
+            raise ModelIntegrityError("The multilingual model's files are missing or "
+                                      "incomplete (was its install cut off?)")
+        factories.append(RecordingFactory())
+        return factories[-1]
+
+    async def scenario():
+        app = CaptionerApp(store, embedded=EmbeddedEngine(store.settings, load),
+                           source_factory=lambda _audio: FileSource(
+                               tone_wav, chunk_bytes=2048, realtime=True),
+                           tray_available=False)
+        app.start()
+        try:
+            await wait_until(lambda: app.controller.current.failed, 20, "the load error")
+            assert "cut off" in app.controller.current.text
+            app.show_settings()
+            page = app.settings_dialog.recognition
+            page._multilingual_available, page._multilingual_broken = (lambda: True,
+                                                                      damage.exists)
+            page._installer = ["sh", "-c", f"sleep 0.2; rm {damage}"]  # a real process
+            page._start_install()
+            await wait_until(lambda: app.controller.current.state == "listening"
+                             and bool(factories) and bool(factories[0].made), 20,
+                             "captions again")
+            assert page.model_note.text() == INSTALLED
+        finally:
+            await app.shutdown()
+
+    run_async(qapp, scenario, timeout=60)

@@ -233,6 +233,11 @@ class RecognitionPage(Page):
             self._install_done(f"The install failed: {last[-300:]}")
 
     @property
+    def model_ready(self) -> bool:
+        """The multilingual model is installed whole (it can be loaded)."""
+        return self.multilingual and not self.damaged
+
+    @property
     def installing(self) -> bool:
         """The multilingual model's install is running (quitting would cut it off)."""
         return self._install is not None
