@@ -24,7 +24,7 @@ from PySide6.QtGui import (
     QPen,
     QScreen,
 )
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QLabel, QVBoxLayout, QWidget
 
 from captioner.alerts import AlertMatcher
 from captioner.realtime.captions import CaptionUpdate, LineKind
@@ -81,6 +81,7 @@ class Overlay(QWidget):
             self.strip.reply_button.clicked.connect(actions.reply.trigger)
         self._menu = actions.build_menu(self) if actions is not None else None
         self._drag_from: QPoint | None = None
+        self._pressed_at: QPoint | None = None  # a left press that may become a move
         self._resize_edges = Qt.Edge(0)
         self._applying_geometry = False
         self._alerted: set[tuple[float, int]] = set()
@@ -247,9 +248,7 @@ class Overlay(QWidget):
         saved = self.appearance.geometry.get(screen.name())
         floating = self.appearance.dock == "floating"
         if floating and saved and len(saved) == 4:
-            rect = QRect(*saved)
-            if not area.intersects(rect):  # the screen layout changed
-                rect.moveCenter(area.center())
+            rect = _inside(QRect(*saved), area)  # the screen layout changed, or a drag
             self._fit_strip(rect.width(), area)
             self._grow_to_minimum(rect, area)
             self._set_geometry(rect)
@@ -340,23 +339,24 @@ class Overlay(QWidget):
         return edges
 
     def mousePressEvent(self, event: QMouseEvent) -> None:
+        """A press only marks where a move or resize may start (``mouseMoveEvent``).
+
+        Handing the press to the window manager at once raced a quick click: the
+        release came before its grab, and (openbox) the overlay then followed the
+        pointer after the click, off the screen, and was remembered there."""
         if event.button() != Qt.MouseButton.LeftButton:
             return super().mousePressEvent(event)
-        edges = self._edges_at(event.position().toPoint())
-        if self.appearance.dock != "floating":
-            self.appearance.dock = "floating"  # a user move leaves the dock
-        handle = self.windowHandle()
-        started = False
-        if handle is not None:
-            started = handle.startSystemResize(edges) if edges else handle.startSystemMove()
-        if not started and not edges:
-            self._drag_from = event.globalPosition().toPoint() - self.frameGeometry().topLeft()
-        self._save_timer.start()
+        self._pressed_at = event.position().toPoint()
         event.accept()
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         if self._drag_from is not None:
             self.move(event.globalPosition().toPoint() - self._drag_from)
+            return
+        if self._pressed_at is not None and event.buttons() & Qt.MouseButton.LeftButton:
+            moved = event.position().toPoint() - self._pressed_at
+            if moved.manhattanLength() >= QApplication.startDragDistance():
+                self._start_move(event)
             return
         edges = self._edges_at(event.position().toPoint())
         horizontal = edges & (Qt.Edge.LeftEdge | Qt.Edge.RightEdge)
@@ -370,8 +370,25 @@ class Overlay(QWidget):
         else:
             self.setCursor(Qt.CursorShape.SizeAllCursor)
 
+    def _start_move(self, event: QMouseEvent) -> None:
+        """The pointer moved with the button held: the window manager moves or resizes
+        the window (or, where it cannot, a manual drag follows the pointer)."""
+        assert self._pressed_at is not None
+        pressed, self._pressed_at = self._pressed_at, None
+        edges = self._edges_at(pressed)
+        if self.appearance.dock != "floating":
+            self.appearance.dock = "floating"  # a user move leaves the dock
+        handle = self.windowHandle()
+        started = False
+        if handle is not None:
+            started = handle.startSystemResize(edges) if edges else handle.startSystemMove()
+        if not started and not edges:
+            self._drag_from = self.mapToGlobal(pressed) - self.frameGeometry().topLeft()
+            self.move(event.globalPosition().toPoint() - self._drag_from)
+        self._save_timer.start()
+
     def mouseReleaseEvent(self, event: QMouseEvent) -> None:
-        self._drag_from = None
+        self._drag_from = self._pressed_at = None
         super().mouseReleaseEvent(event)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
@@ -395,3 +412,14 @@ class Overlay(QWidget):
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(self.rect().adjusted(2, 2, -2, -2), 8, 8)
         painter.end()
+
+
+def _inside(rect: QRect, area: QRect) -> QRect:
+    """``rect`` moved (and narrowed, shortened) to lie on the screen ``area``: captions
+    partly off the screen are captions lost."""
+    out = QRect(rect)
+    out.setWidth(min(out.width(), area.width()))
+    out.setHeight(min(out.height(), area.height()))
+    out.moveLeft(max(area.left(), min(out.left(), area.right() - out.width() + 1)))
+    out.moveTop(max(area.top(), min(out.top(), area.bottom() - out.height() + 1)))
+    return out

@@ -1,5 +1,6 @@
-from PySide6.QtCore import QCoreApplication, QRect, Qt
+from PySide6.QtCore import QCoreApplication, QPoint, QRect, Qt
 from PySide6.QtGui import QColor, QGuiApplication
+from PySide6.QtTest import QTest
 
 from captioner.realtime.captions import CaptionLine, CaptionUpdate
 from captioner.ui.caption_view import MIN_ROW_SECONDS, CaptionView
@@ -44,6 +45,42 @@ def test_floating_geometry_is_remembered_per_screen(qtbot, settings):
     overlay.dock("bottom")
     overlay.dock("floating")
     assert overlay.geometry() == QRect(40, 50, 500, 120)
+
+
+def test_a_remembered_place_off_the_screen_is_brought_back_onto_it(qtbot, settings):
+    """A place saved mostly off the screen (a drag gone wrong, a smaller screen now)
+    hid most of the captions; the overlay comes back whole on the screen."""
+    overlay = make_overlay(qtbot, settings)
+    area = overlay.current_screen().availableGeometry()
+    name = overlay.current_screen().name()
+    for saved in ([area.left() - 1291, area.top() + 21, 600, 160],
+                  [area.right() - 100, area.bottom() - 50, 600, 160],
+                  [area.left(), area.top(), area.width() + 500, 160]):
+        settings.appearance.geometry[name] = saved
+        overlay.dock("floating")
+        g = overlay.geometry()
+        assert area.contains(g), (saved, g)
+        assert g.width() == min(saved[2], area.width())
+
+
+def test_a_click_does_not_move_the_overlay_and_a_drag_does(qtbot, settings):
+    """A quick click handed to the window manager as a move raced its release: the
+    overlay then followed the pointer with no button held. Only a press that moves
+    (past the drag distance) moves it now."""
+    overlay = make_overlay(qtbot, settings)
+    overlay.dock("floating")
+    overlay.setGeometry(QRect(300, 300, 600, 160))
+    start = overlay.geometry().topLeft()
+    inside = QPoint(300, 80)
+    QTest.mouseClick(overlay, Qt.MouseButton.LeftButton, pos=inside)
+    QTest.mouseMove(overlay, inside + QPoint(-200, -150))
+    assert overlay.geometry().topLeft() == start
+    QTest.mousePress(overlay, Qt.MouseButton.LeftButton, pos=inside)
+    QTest.mouseMove(overlay, inside + QPoint(2, 1))  # a hand's tremble: not a drag
+    assert overlay.geometry().topLeft() == start
+    QTest.mouseMove(overlay, inside + QPoint(-120, -90))
+    QTest.mouseRelease(overlay, Qt.MouseButton.LeftButton, pos=inside + QPoint(-120, -90))
+    assert overlay.geometry().topLeft() == start + QPoint(-120, -90)
 
 
 def test_click_through_toggles_transparent_for_input(qtbot, settings):
