@@ -65,7 +65,7 @@ import difflib
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -332,9 +332,10 @@ class StreamingTranscriber:
         keep = round(self.options.preroll * SAMPLE_RATE / self._step) * self._step
         if len(self._audio) > keep + self._step:
             dropped = (len(self._audio) - keep) // self._step * self._step
-            if self._before is not None:
-                self._before = self._before.followed_by(
-                    self._audio.view()[:dropped], round(self.options.long_silence * SAMPLE_RATE))
+            most = round(self.options.long_silence * SAMPLE_RATE)
+            if self._before is not None and not self._before.add_pause(
+                    self._audio.view()[:dropped], most):
+                self._before = None
             self._move_seam(len(self._audio) - keep)
 
     def _move_seam(self, samples: int) -> None:
@@ -476,9 +477,9 @@ class StreamingTranscriber:
         answer loops (a phrase twice in a row, more words than its speech holds: "ask
         not, ask not, ask not") or says the earlier words again.
         """
-        joined = np.concatenate([before.audio, audio])
-        words = self._run(joined, before.words, final=True, context=before.context,
-                          before=len(before.audio))
+        heard = before.samples()
+        words = self._run(np.concatenate([heard, audio]), before.words, final=True,
+                          context=before.context, before=len(heard))
         holds = self._speech_in(0, len(audio)) * FAST_WORDS + 1
         if (len(words) > holds or _repeats(words) or _echoes(before.words, words)
                 or _copies(words, "".join(before.words))):
@@ -574,22 +575,25 @@ class StreamingTranscriber:
         return text
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Before:
-    """The last utterance: its audio (and the pause after it, so far), its words, and
-    the committed text before it."""
+    """The last utterance: its audio and the pause after it so far, its words, and the
+    committed text before it."""
 
     audio: np.ndarray
     words: list[str]
     context: str
-    pause: int = 0  # samples of pause after its words in ``audio``
+    pauses: list[np.ndarray] = field(default_factory=list)  # joined only when heard
 
-    def followed_by(self, pause: np.ndarray, most: int) -> _Before | None:
-        """This utterance with more pause after it, or None once the pause passes ``most``."""
-        if self.pause + len(pause) > most:
-            return None
-        return _Before(np.concatenate([self.audio, pause]), self.words, self.context,
-                       self.pause + len(pause))
+    def add_pause(self, pause: np.ndarray, most: int) -> bool:
+        """Add ``pause`` after it; False (forget it) once the pause passes ``most``."""
+        if sum(map(len, self.pauses)) + len(pause) > most:
+            return False
+        self.pauses.append(pause.copy())
+        return True
+
+    def samples(self) -> np.ndarray:
+        return np.concatenate([self.audio, *self.pauses])
 
 
 def _keys(words: Sequence[str]) -> list[str]:
