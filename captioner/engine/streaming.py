@@ -29,6 +29,12 @@ costs and the alternatives measured: docs/streaming-engine.md):
   phrase that repeats the end of its prompt) or stops before the live text's
   end is decoded again after the agreed words, as the live text was, so no
   word shown is lost.
+- **Finals held to their speech.** A final far under what its speech holds
+  (under ``_SPARSE_RATE`` words a second: tiny.en ended a noisy line at "By
+  self-" with 4 s unread, live decodes too) is decoded on after its own words.
+  A short utterance (under ``min_utterance``, ended by a long pause) is first
+  heard after the one before it, those words forced: alone, 1.6 s of "ask not"
+  is a coin toss; after "my fellow Americans," it reads right.
 - **A bounded window.** An utterance longer than ``max_window`` without a
   pause is cut at the quietest point between the last decode's end (every
   agreed word was heard by then) and now; the part before the cut gets a
