@@ -88,7 +88,9 @@ def install_command(frozen: bool = bool(getattr(sys, "frozen", False)),
 
 
 def _again() -> str:
-    """How to put a damaged copy right: from Settings where this copy can install."""
+    """How to put a cut-off copy right: from Settings where this copy can install (the
+    page offers it when the files' sizes are wrong; a same-size change is only found by
+    the SHA-256 at load, and that message gives the command)."""
     if install_command() is not None:
         return f"Install it again in Settings → Recognition (or {EXTRA_HINT})."
     return f"Install it again: {EXTRA_HINT}."
@@ -174,7 +176,7 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
             raise ModelIntegrityError(
                 f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
                 f"give the model this version of Captioner was checked with (its SHA-256 "
-                f"differs); it was not loaded. {_again()}")
+                f"differs); it was not loaded. Install it again: {EXTRA_HINT}.")
         os.replace(tmp, folder / "model.bin")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
