@@ -115,13 +115,18 @@ def multilingual_damaged(packages: tuple[str, str] = PART_PACKAGES) -> bool:
     the SHA-256 at load catches the rest."""
     if not multilingual_installed(packages):
         return False
-    parts = [_data_dir(pkg) / part for pkg, part in zip(packages, PART_FILES, strict=True)]
+    parts = _parts(packages)
     try:
         sizes = tuple(part.stat().st_size for part in parts)
         sides = all((_data_dir(packages[1]) / name).is_file() for name in SIDE_FILES)
     except OSError:
         return True
     return sizes != PART_BYTES or not sides
+
+
+def _parts(packages: tuple[str, str]) -> list[Path]:
+    """The two wheels' pieces of ``model.bin``, in order."""
+    return [_data_dir(pkg) / part for pkg, part in zip(packages, PART_FILES, strict=True)]
 
 
 def _data_dir(package: str) -> Path:
@@ -160,7 +165,7 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
     second = _data_dir(packages[1])
     for name in SIDE_FILES:
         _atomic_copy(second / name, folder / name)
-    parts = [_data_dir(pkg) / part for pkg, part in zip(packages, PART_FILES, strict=True)]
+    parts = _parts(packages)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model-", suffix=".part")
     digest = hashlib.sha256()
     try:

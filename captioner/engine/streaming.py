@@ -425,10 +425,11 @@ class StreamingTranscriber:
         """
         words: list[str] = []
         before, self._before = self._before, None
-        if self._speech_in(0, end) >= self.options.min_speech:
+        speech = self._speech_in(0, end)
+        if speech >= self.options.min_speech:
             audio = self._audio.view()[:end]
             live = self._carried + self._tentative
-            if before is not None and self._speech_in(0, end) < self.options.min_utterance:
+            if before is not None and speech < self.options.min_utterance:
                 words = self._heard_after_before(before, audio)
             if not words:
                 words = self._run(audio, [], final=True)
@@ -450,10 +451,10 @@ class StreamingTranscriber:
                 log.debug("= final %r against the agreed %r: decoded after them",
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
-            if self._reads_too_few(words, end):
+            if _reads_too_few(words, speech):
                 more = self._run(audio, words, final=True)
                 log.debug("= final %r is too few words for %.1f s of speech: decoded after "
-                          "them, %r", "".join(words), self._speech_in(0, end), "".join(more))
+                          "them, %r", "".join(words), speech, "".join(more))
                 words = words + more
             if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
                     and not _echoes(self._carried, self._tentative)):
@@ -493,15 +494,6 @@ class StreamingTranscriber:
         log.debug("= short utterance heard after %r: %r", "".join(before.words)[-40:],
                   "".join(words))
         return words
-
-    def _reads_too_few(self, final: Sequence[str], end: int) -> bool:
-        """Whether ``final`` is far fewer words than its speech holds: a decoder that ended
-        its answer early, and the live decodes with it (tiny.en read a telephone line's
-        "Thy self thy foe, to thy sweet self too cruel" as "By self-" and stopped, 4 s of
-        speech unread). An empty final is left alone: that is noise read as nothing."""
-        speech = self._speech_in(0, end)
-        said = sum(max(1, len(_UNSPACED.findall(word))) for word in final)
-        return bool(final) and speech >= _SPARSE_SPEECH and said < speech * _SPARSE_RATE
 
     def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int) -> bool:
         """Whether ``final`` lacks the last words of a live decode that heard the same speech."""
@@ -600,6 +592,15 @@ class _Before:
 
     def samples(self) -> np.ndarray:
         return np.concatenate([self.audio, *self.pauses])
+
+
+def _reads_too_few(final: Sequence[str], speech: float) -> bool:
+    """Whether ``final`` is far fewer words than ``speech`` seconds hold: a decoder that
+    ended its answer early, and the live decodes with it (tiny.en read a telephone line's
+    "Thy self thy foe, to thy sweet self too cruel" as "By self-" and stopped, 4 s of
+    speech unread). An empty final is left alone: that is noise read as nothing."""
+    said = sum(max(1, len(_UNSPACED.findall(word))) for word in final)
+    return bool(final) and speech >= _SPARSE_SPEECH and said < speech * _SPARSE_RATE
 
 
 def _keys(words: Sequence[str]) -> list[str]:

@@ -67,6 +67,7 @@ from captioner.ui.overlay import Overlay
 from captioner.ui.reply_box import ReplyBox
 from captioner.ui.reply_controller import ReplyController
 from captioner.ui.settings.dialog import SettingsDialog
+from captioner.ui.settings.recognition_page import RecognitionPage
 from captioner.ui.settings_store import SettingsStore
 from captioner.ui.tray import Tray
 
@@ -335,7 +336,7 @@ class CaptionerApp(QObject):
     async def _let_install_finish(self) -> bool:
         """Quitting while the multilingual model installs would cut pip off half-way
         (its output pipe closes under it): quit when it is done, or stay. False = stay."""
-        page = self.settings_dialog.recognition if self.settings_dialog is not None else None
+        page = self._recognition_page()
         if page is None or not page.installing:
             return True
         self.bring_to_front()
@@ -481,10 +482,13 @@ class CaptionerApp(QObject):
         self.settings_dialog.raise_()
         self.settings_dialog.activateWindow()
 
+    def _recognition_page(self) -> RecognitionPage | None:
+        return self.settings_dialog.recognition if self.settings_dialog is not None else None
+
     def _after_model_install(self) -> None:
         """Captions stopped by a missing or damaged multilingual model start again once
         Settings has installed it: no Retry to find, no restart."""
-        page = self.settings_dialog.recognition if self.settings_dialog is not None else None
+        page = self._recognition_page()
         recognition = self.store.settings.recognition
         if (page is not None and page.model_ready and self.controller.current.failed
                 and recognition.endpoint == "embedded" and recognition.whisper_model == "base"):

@@ -85,9 +85,9 @@ class RecognitionPage(Page):
         self.keys = keys or KeyringCredentials()
         self._multilingual_available = multilingual_available
         self._multilingual_broken = multilingual_broken
-        self.multilingual = multilingual_available()
-        self.damaged = self.multilingual and multilingual_broken()
         self._installer = installer()
+        self.install_button = QPushButton()
+        self._look_at_model()
         self._install: QProcess | None = None
         outer = QVBoxLayout(self)
         self.kind_group = QButtonGroup(self)
@@ -112,8 +112,6 @@ class RecognitionPage(Page):
                   NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
         local_form.addRow("", self.model_note)
         # a checkout can install it here; an installer's copy cannot (no pip in it)
-        self.install_button = QPushButton()
-        self._label_install_button()
         self.install_button.clicked.connect(self._start_install)
         local_form.addRow("", self.install_button)
         self.install_error = ErrorLabel("Installing the multilingual model")
@@ -205,7 +203,10 @@ class RecognitionPage(Page):
         log.info("= installing the multilingual model: %s", " ".join(self._installer))
         process.start(self._installer[0], self._installer[1:])
 
-    def _label_install_button(self) -> None:
+    def _look_at_model(self) -> None:
+        """Is the multilingual model installed, and whole? The button says what it does."""
+        self.multilingual = self._multilingual_available()
+        self.damaged = self.multilingual and self._multilingual_broken()
         text = REINSTALL if self.damaged else INSTALL
         self.install_button.setText(text)
         self.install_button.setAccessibleName(text.replace("&", ""))
@@ -221,11 +222,8 @@ class RecognitionPage(Page):
             return
         output = bytes(process.readAll().data()).decode(errors="replace").strip()
         importlib.invalidate_caches()  # the new wheels' packages are found from now on
-        self.multilingual = self._multilingual_available()
-        self.damaged = self.multilingual and self._multilingual_broken()
-        self._label_install_button()
-        if (code == 0 and status == QProcess.ExitStatus.NormalExit and self.multilingual
-                and not self.damaged):
+        self._look_at_model()
+        if code == 0 and status == QProcess.ExitStatus.NormalExit and self.model_ready:
             self._install_done(None)
         else:
             last = output.splitlines()[-1] if output else f"exit status {code}"
