@@ -96,16 +96,21 @@ class DigestCache:
         self.hashed: list[Path] = []  # files actually read this run (for tests, benches)
 
     def digest(self, file: Path) -> str:
-        stat = file.stat()
-        key = str(file.resolve())
-        entries = self._load()
-        entry = entries.get(key)
-        if isinstance(entry, list) and entry[:2] == [stat.st_size, stat.st_mtime_ns]:
-            return str(entry[-1])
+        known = self.known(file)
+        if known is not None:
+            return known
         value = sha256_file(file)
         self.hashed.append(file)
         self.remember(file, value)
         return value
+
+    def known(self, file: Path) -> str | None:
+        """The digest remembered for ``file`` as it is now, without reading it."""
+        stat = file.stat()
+        entry = self._load().get(str(file.resolve()))
+        if isinstance(entry, list) and entry[:2] == [stat.st_size, stat.st_mtime_ns]:
+            return str(entry[-1])
+        return None
 
     def remember(self, file: Path, value: str) -> None:
         """Record ``value`` as the digest of ``file`` as it is now (computed elsewhere)."""

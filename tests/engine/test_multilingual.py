@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import subprocess
 import sys
 import wave
@@ -85,6 +86,7 @@ def test_model_is_assembled_once_verified_and_without_leftovers(tmp_path: Path) 
     later = DigestCache(cache.path)
     assert base_model_dir(tmp_path, later) == folder
     assert later.hashed == []  # nothing read again at the next start
+    assert not multilingual_damaged(cache=later)  # the parts' remembered digests are pinned
 
 
 def test_a_damaged_assembled_copy_is_assembled_again(tmp_path: Path,
@@ -125,13 +127,21 @@ def test_parts_that_do_not_give_the_pinned_model_are_refused(
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     packages = fake_wheels(tmp_path / "site", b"not whisper " * 1000, b"at all")
     pinned_size(packages, tmp_path / "site")
-    assert not multilingual_damaged(packages)  # the sizes pass; the SHA-256 will not
+    cache = DigestCache(tmp_path / "d.json")
+    assert not multilingual_damaged(packages, cache)  # the sizes pass; the SHA-256 will not
     target = tmp_path / "cache"
-    with pytest.raises(ModelIntegrityError, match=r"SHA-256 differs.*not loaded"):
-        base_model_dir(target, DigestCache(tmp_path / "d.json"), packages)
+    with pytest.raises(ModelIntegrityError,
+                       match=r"SHA-256 differs.*not loaded.*(Settings|--multilingual)"):
+        base_model_dir(target, cache, packages)
     folder = target / "models" / "whisper-base"
     assert not (folder / "model.bin").exists()
     assert [p.name for p in folder.iterdir() if p.name.startswith(".")] == []
+    # from now on the settings page knows, without reading 145 MB again
+    assert multilingual_damaged(packages, DigestCache(cache.path))
+    for name, part_file in zip(packages, PART_FILES, strict=True):  # installed again:
+        part = tmp_path / "site" / name / "data" / part_file  # new files, not yet judged
+        os.utime(part, ns=(part.stat().st_atime_ns, part.stat().st_mtime_ns + 10**9))
+    assert not multilingual_damaged(packages, DigestCache(cache.path))
 
 
 def test_an_install_cut_off_half_way_is_found_and_says_how_to_repair_it(

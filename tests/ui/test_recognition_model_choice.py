@@ -168,6 +168,22 @@ def test_an_install_cut_off_half_way_can_be_done_again_from_the_page(qtbot, tmp_
         assert page.install_button.text() == REINSTALL and page.install_button.isEnabled()
 
 
+def test_damage_found_after_the_page_was_built_shows_when_it_opens_again(qtbot, tmp_path):
+    """Settings stays built once opened; a load that then found the model's parts changed
+    (their SHA-256 remembered) must show on the page the next time it opens."""
+    damage = tmp_path / "damaged"
+    page = RecognitionPage(MemoryKeys(), multilingual_available=lambda: True,
+                           multilingual_broken=damage.exists, installer=lambda: ["true"])
+    qtbot.addWidget(page)
+    page.load(Settings())
+    page.show()
+    assert not page.model_note.isVisible() and not page.install_button.isVisible()
+    damage.touch()  # the engine's load found it
+    page.load(Settings())
+    assert page.model_note.isVisible() and page.model_note.text() == DAMAGED
+    assert page.install_button.isVisible() and page.install_button.text() == REINSTALL
+
+
 def test_model_controls_only_apply_to_the_on_device_engine(qtbot, store):
     dialog = make(qtbot, store)
     page = dialog.recognition

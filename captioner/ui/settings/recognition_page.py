@@ -66,7 +66,7 @@ NOT_INSTALLED = f"The multilingual model is not installed; to use it, {EXTRA_HIN
 NOT_INSTALLED_BUTTON = "The multilingual model is not installed."
 INSTALL = "&Install the multilingual model (145 MB)"
 REINSTALL = "Re&install the multilingual model (145 MB)"
-DAMAGED = ("The multilingual model's files are missing or incomplete (was its install cut "
+DAMAGED = ("The multilingual model's files are damaged or incomplete (was its install cut "
            "off?). Install it again to use it.")
 INSTALLING = "Downloading and checking the multilingual model (145 MB)…"
 INSTALLED = "The multilingual model is installed: choose it above."
@@ -108,8 +108,7 @@ class RecognitionPage(Page):
                      "Speech model")
         self.model_note = StatusLabel("About the multilingual model")
         self.model_note.setWordWrap(True)
-        show_text(self.model_note, DAMAGED if self.damaged else
-                  NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
+        show_text(self.model_note, self._missing())
         local_form.addRow("", self.model_note)
         # a checkout can install it here; an installer's copy cannot (no pip in it)
         self.install_button.clicked.connect(self._start_install)
@@ -230,6 +229,11 @@ class RecognitionPage(Page):
             log.warning("! installing the multilingual model failed: %s", output[-2000:])
             self._install_done(f"The install failed: {last[-300:]}")
 
+    def _missing(self) -> str:
+        """What the note says while the multilingual model cannot be used."""
+        return (DAMAGED if self.damaged else
+                NOT_INSTALLED_BUTTON if self._installer else NOT_INSTALLED)
+
     @property
     def model_ready(self) -> bool:
         """The multilingual model is installed whole (it can be loaded)."""
@@ -250,7 +254,7 @@ class RecognitionPage(Page):
         if error is None:
             self.model_note.show_status(INSTALLED, spoken=True)
         else:
-            self.model_note.show_status(DAMAGED if self.damaged else NOT_INSTALLED_BUTTON)
+            self.model_note.show_status(self._missing())
             announce(self.install_error, error, assertive=True)
         self._enable()
 
@@ -278,6 +282,10 @@ class RecognitionPage(Page):
         self.whisper_model.setCurrentIndex(max(0, self.whisper_model.findData(r.whisper_model)))
         self.whisper_language.setCurrentIndex(
             max(0, self.whisper_language.findData(r.whisper_language)))
+        if self._install is None:  # found damaged since the page was built (a failed load)
+            self._look_at_model()
+            if not self.model_ready:
+                show_text(self.model_note, self._missing())
         self._enable()
 
     def write(self, out: Settings) -> Errors:
