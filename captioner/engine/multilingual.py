@@ -177,9 +177,10 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
     parts = _parts(packages)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".model-", suffix=".part")
     digest = hashlib.sha256()
+    wrong: list[str] = []  # the parts that differ from their pins
     try:
         with os.fdopen(fd, "wb") as out:
-            for part in parts:
+            for part, pin in zip(parts, PART_DIGESTS, strict=True):
                 own = hashlib.sha256()
                 with part.open("rb") as f:
                     while block := f.read(_COPY_BYTES):
@@ -187,13 +188,16 @@ def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> No
                         own.update(block)
                         out.write(block)
                 cache.remember(part, own.hexdigest())  # the settings page sees a bad part
+                if own.hexdigest() != pin:
+                    log.warning("! %s differs from its pinned SHA-256", part)
+                    wrong.append(f"{part.name} in {part.parent.parent.name}")
             out.flush()
             os.fsync(out.fileno())
         if digest.hexdigest() != BASE.digests["model.bin"]:
             raise ModelIntegrityError(
-                f"The multilingual model's files ({', '.join(map(str, parts))}) do not "
-                f"give the model this version of Captioner was checked with (its SHA-256 "
-                f"differs); it was not loaded. {_again()}")
+                f"The multilingual model's {' and '.join(wrong) or 'files'} "
+                f"{'is' if len(wrong) == 1 else 'are'} not what this version of Captioner "
+                f"was checked with (SHA-256 differs); it was not loaded. {_again()}")
         os.replace(tmp, folder / "model.bin")
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
