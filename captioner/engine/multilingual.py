@@ -168,7 +168,7 @@ def base_model_dir(root: Path | None = None, cache: DigestCache | None = None,
 def _assemble(folder: Path, cache: DigestCache, packages: tuple[str, str]) -> None:
     if multilingual_damaged(packages, cache):
         raise ModelIntegrityError(
-            f"The multilingual model's files are missing or incomplete (was its install cut "
+            f"The multilingual model's files are damaged or incomplete (was its install cut "
             f"off?); it was not loaded. {_again()}")
     folder.mkdir(parents=True, exist_ok=True)
     second = _data_dir(packages[1])
