@@ -31,7 +31,8 @@ costs and the alternatives measured: docs/streaming-engine.md):
   word shown is lost.
 - **Finals held to their speech.** A final far under what its speech holds
   (under ``_SPARSE_RATE`` words a second: tiny.en ended a noisy line at "By
-  self-" with 4 s unread, live decodes too) is decoded on after its own words.
+  self-" with 4 s unread, live decodes too) is decoded on after its own words,
+  and so is a final that ends before the last words an earlier live decode read.
   A short utterance (under ``min_utterance``, ended by a long pause) is first
   heard after the one before it, those words forced: alone, 1.6 s of "ask not"
   is a coin toss; after "my fellow Americans," it reads right.
@@ -82,6 +83,7 @@ SAMPLE_RATE = 16_000
 _STRIP = ".,!?;:…\"'“”‘’()[]{}-"
 _RESUME_WORDS = 12  # the end of the prompt a skipped repeat is looked for in
 _SAME_AUDIO = 0.5  # s: a decode this close to a final's end heard the same words
+_LOST_TAIL = 3  # live words a final lacks at its end that say it stopped early
 _COPIED_WORDS = 3  # a run this long of the committed text said again is a loop, not speech
 _COPIED_FINAL = 2  # a final of this many words or more that only copies the prompt is checked
 FAST_WORDS = 4.5  # words per second no speech holds (the set's finals: 4.4 at most)
@@ -452,7 +454,7 @@ class StreamingTranscriber:
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
             if _reads_too_few(words, speech):
-                more = self._run(audio, words, final=True)
+                more = self._read_on(audio, words)
                 log.debug("= final %r is too few words for %.1f s of speech: decoded after "
                           "them, %r", "".join(words), speech, "".join(more))
                 words = words + more
@@ -461,6 +463,11 @@ class StreamingTranscriber:
                 log.debug("= final %r shorter than live %r: kept the live text",
                           "".join(words), "".join(live))
                 words = live
+            elif self._stopped_early(words, live, end, near=False):
+                more = self._read_on(audio, words)
+                log.debug("= final %r lacks the live %r's last words: decoded after them, %r",
+                          "".join(words), "".join(live), "".join(more))
+                words = words + more
             elif (keep := self._looped_at_end(words, live, end)) < len(words):
                 log.debug("= final %r says its last words again, which the live %r did not:"
                           " cut to %r", "".join(words), "".join(live), "".join(words[:keep]))
@@ -474,6 +481,14 @@ class StreamingTranscriber:
         self._move_seam(end)
         self._decoded_at = -1
         return words
+
+    def _read_on(self, audio: np.ndarray, words: list[str]) -> list[str]:
+        """What ``audio`` says after a final's ``words`` (forced), for a final that ended
+        early; nothing when that answer only says words again (a loop, not speech)."""
+        more = self._run(audio, words, final=True)
+        if _repeats(more) or _echoes(words, more) or _copies(more, self._context):
+            return []
+        return more
 
     def _heard_after_before(self, before: _Before, audio: np.ndarray) -> list[str]:
         """A short utterance's words, decoded with the utterance before it in front.
@@ -495,14 +510,20 @@ class StreamingTranscriber:
                   "".join(words))
         return words
 
-    def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int) -> bool:
-        """Whether ``final`` lacks the last words of a live decode that heard the same speech."""
+    def _stopped_early(self, final: Sequence[str], live: Sequence[str], end: int,
+                       near: bool = True) -> bool:
+        """Whether ``final`` lacks the last words of a live decode that heard the same
+        speech (``near``: at most ``_SAME_AUDIO`` less), or a run of ``_LOST_TAIL`` last
+        words of one that heard less: the final ended before speech a live decode read."""
         last = self._decoded_at
-        if last < end - _SAME_AUDIO * SAMPLE_RATE or self._speech_in(end, last) > 0:
+        if (last <= 0 or (near and last < end - _SAME_AUDIO * SAMPLE_RATE)
+                or self._speech_in(end, last) > 0):
             return False
         ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
         shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
+        if not near:
+            shorter = op == "delete" and a2 - a1 >= _LOST_TAIL
         return (shorter and not _starts_over(live, final, a1)
                 and not _copies(live[a1:], self._context))
 

@@ -203,22 +203,52 @@ def test_a_final_that_loops_with_a_word_changed_is_cut_where_the_loop_starts() -
     assert text == "some various creatures we desire and create."
 
 
-def test_a_final_that_stops_after_a_few_words_is_decoded_on_after_them() -> None:
+@pytest.mark.parametrize("loops", [False, True], ids=["reads-on", "echoes"])
+def test_a_final_that_stops_after_a_few_words_is_decoded_on_after_them(loops: bool) -> None:
     """The telephone sonnet: tiny.en read 4 s of speech as "By self-" and ended its
     answer there, in the live decodes and the final alike (so no live text shows what
     it left out). A final this far under what its speech holds is decoded again after
-    its own words, and what that reads is committed after them."""
+    its own words, and what that reads is committed after them — unless it only says
+    them again ("By self- By self-" would double a phrase)."""
     stopped = [" By", " self-"]
     rest = ["sized", " foes,", " to", " die,", " sweet", " self,", " too", " cool."]
     calls: list[str] = []
 
     def final(prefix: str) -> list[str]:
         calls.append(prefix)
-        return stopped if not prefix else rest
+        return stopped if not prefix or loops else rest
 
     text = run_one_utterance(scripted(stopped, final))
-    assert text == "By self-sized foes, to die, sweet self, too cool."
+    assert text == ("By self-" if loops else "By self-sized foes, to die, sweet self, too cool.")
     assert calls == ["", " By self-"]
+
+
+@pytest.mark.parametrize("loops", [False, True], ids=["reads-on", "echoes"])
+def test_a_final_that_ends_before_words_a_live_decode_read_is_decoded_on(loops: bool) -> None:
+    """The sonnet as the app heard it: the last live decode of a 14.5 s window read
+    "… within thine own bud, buriest thy content, and tender churro makes waste in",
+    and the final, hearing 0.9 s more, ended at "within thine own bud," — the next
+    utterance began at "pity the world", so ten words said were never committed. A
+    final that lacks the last live words of a decode that heard less is decoded again
+    after its own words; an answer that only says them again is not taken."""
+    said = [" the", " gaudy", " spring,", " within", " thine", " own", " bud,", " buriest",
+            " thy", " content,", " and", " tender", " churl", " makes", " waste", " in"]
+    calls: list[str] = []
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        given = len(prefix.split())
+        if final:
+            calls.append(prefix)
+            return said[:8] if not given else said[4:8] if loops else said[given:]
+        heard = int((len(audio) / SAMPLE_RATE - 0.2) / 5.4 * len(said))
+        return said[given:heard]
+
+    speaking = lambda t: 0.2 <= t <= 5.6  # noqa: E731 - one utterance, then silence
+    options = StreamingOptions(interval=2.0, interval_per_second=0.0, max_interval=2.0)
+    transcriber = StreamingTranscriber(decoder, ScriptedDetector(speaking), options)
+    text = "".join(feed(transcriber, 8.0)) + transcriber.finish()
+    assert text == "".join(said[:8] if loops else said).strip()
+    assert calls == ["", "".join(said[:8])]
 
 
 @pytest.mark.parametrize("said", [[" Well,", " I", " see."], [" 我们今天讨论这个问题。"], []])
