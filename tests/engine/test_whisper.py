@@ -14,7 +14,6 @@ import json
 
 import numpy as np
 import pytest
-import soundfile
 from websockets.sync.client import connect
 
 from captioner.engine import whisper
@@ -22,7 +21,7 @@ from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber
 from captioner.engine.vad import SileroGate
 from captioner.engine.whisper import WhisperEngine, is_hallucination, without_loop
 from captioner.settings import AudioSettings
-from tests.support.speech_set import SPEECH_DIR, SpeechClip, Trait, clip, normalise, word_errors
+from tests.support.speech_set import CAPTURED, SpeechClip, Trait, clip, normalise, word_errors
 from tests.support.transcribers import ThreadedServer
 
 CHUNK = AudioSettings().chunk_bytes  # 80 ms pushes, as the app sends them
@@ -286,10 +285,8 @@ def test_the_sonnet_as_the_app_heard_it_keeps_every_line(engine: WhisperEngine) 
     on to "… and tender churro makes waste in"; the next utterance began at "pity the
     world", and ten words said were never committed. (The decode that stops there is
     this CPU's reading of these exact samples: elsewhere this may read right anyway.)"""
-    pcm, rate = soundfile.read(SPEECH_DIR / "sonnet_captured.flac", dtype="int16")
-    assert rate == SAMPLE_RATE
-    text = "".join(fast(engine.new_transcriber(), pcm.tobytes()))
-    errors = word_errors(clip("sonnet").reference, text)
+    text = "".join(fast(engine.new_transcriber(), CAPTURED.pcm16()))
+    errors = word_errors(CAPTURED.reference, text)
     assert "waste in niggarding" in normalise(text) and errors.deletions <= 2, (errors, text)
 
 
