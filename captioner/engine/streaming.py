@@ -486,9 +486,7 @@ class StreamingTranscriber:
         """What ``audio`` says after a final's ``words`` (forced), for a final that ended
         early; nothing when that answer only says words again (a loop, not speech)."""
         more = self._run(audio, words, final=True)
-        if _repeats(more) or _echoes(words, more) or _copies(more, self._context):
-            return []
-        return more
+        return [] if _says_again(words, more, self._context) else more
 
     def _heard_after_before(self, before: _Before, audio: np.ndarray) -> list[str]:
         """A short utterance's words, decoded with the utterance before it in front.
@@ -503,8 +501,7 @@ class StreamingTranscriber:
         words = self._run(np.concatenate([heard, audio]), before.words, final=True,
                           context=before.context, before=len(heard))
         holds = self._speech_in(0, len(audio)) * FAST_WORDS + 1
-        if (len(words) > holds or _repeats(words) or _echoes(before.words, words)
-                or _copies(words, "".join(before.words))):
+        if len(words) > holds or _says_again(before.words, words, "".join(before.words)):
             return []
         log.debug("= short utterance heard after %r: %r", "".join(before.words)[-40:],
                   "".join(words))
@@ -521,8 +518,9 @@ class StreamingTranscriber:
             return False
         ops = _opcodes(live, final)
         op, a1, a2, b1, b2 = ops[-1] if ops else ("equal", 0, 0, 0, 0)
-        shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
-        if not near:
+        if near:
+            shorter = op == "delete" or (op == "replace" and (a2 - a1) - (b2 - b1) >= 2)
+        else:
             shorter = op == "delete" and a2 - a1 >= _LOST_TAIL
         return (shorter and not _starts_over(live, final, a1)
                 and not _copies(live[a1:], self._context))
@@ -690,6 +688,12 @@ def _echoes(before: Sequence[str], after: Sequence[str]) -> bool:
     head = _keys(after)
     tail = _keys(before[-len(head):]) if head else []
     return any(tail[len(tail) - n:] == head[:n] for n in range(1, min(len(tail), len(head)) + 1))
+
+
+def _says_again(forced: Sequence[str], answer: Sequence[str], text: str) -> bool:
+    """Whether ``answer``, decoded after the ``forced`` words, only says words again: a
+    phrase twice in a row, the forced words' last ones, or a phrase of ``text``."""
+    return _repeats(answer) or _echoes(forced, answer) or _copies(answer, text)
 
 
 def _starts_over(live: Sequence[str], final: Sequence[str], past: int) -> bool:
