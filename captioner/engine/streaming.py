@@ -97,6 +97,9 @@ _SPARSE_SPEECH = 2.0  # s of speech a final must hear before it is held to that 
 _UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff"
                        "\u3400-\u9fff\uf900-\ufaff]")
 _CUT_SPAN = 2.0  # s: a long window is cut in at most this much audio before now
+_UNREAD_SPEECH = 0.5  # s of speech after where a final stopped reading: heard again
+_LEAST_READ = 1.0  # s: a final that stopped before this is not taken as having read
+_STALL_SPEECH = 1.0  # s of new speech a live decode read nothing of: the decoder stalled
 
 Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
 """(16 kHz mono float32 audio, context, prefix, final) → the words heard after ``prefix``.
@@ -104,8 +107,24 @@ Decoder = Callable[[np.ndarray, str, str, bool], Sequence[str]]
 ``context`` is committed text said before the audio; ``prefix`` is agreed
 text said inside it, which the decoder must take as the start of its answer.
 Words keep their leading space (" world"). ``final`` marks the last decode of
-an utterance (its words are committed without a second opinion).
+an utterance (its words are committed without a second opinion). A decoder
+that knows where it stopped reading returns a ``Reading``.
 """
+
+
+class Reading(list[str]):
+    """A decode's words, and ``stopped_at``: the time (s into its audio) at which the
+    decoder opened a segment and then ended its answer, when it did.
+
+    Whisper ends an answer that way when it leaves speech unread (its own long-form
+    transcription goes on from that time in its next window): tiny.en read a 15 s
+    window "… unless to be rather cold-hearted and rather" and stopped at 12.68 s,
+    2.5 s of speech ("selfish is to be ill disposed") unread.
+    """
+
+    def __init__(self, words: Sequence[str] = (), stopped_at: float | None = None) -> None:
+        super().__init__(words)
+        self.stopped_at = stopped_at
 
 
 def word_key(word: str) -> str:
@@ -174,6 +193,8 @@ class StreamingTranscriber:
         self._started = False  # any text emitted (the first delta has no leading space)
         self._finished = False
         self._before: _Before | None = None  # the last utterance, for a short one after it
+        self._readings: list[Reading] = []  # this utterance's final decodes (window time)
+        self._stalled = False  # a live decode of this utterance read nothing of new speech
         self.decodes = 0  # how many times the decoder ran (tests and benchmarks)
         self.decoded_seconds = 0.0  # audio seconds those decodes covered
         self.decode_start = 0.0  # stream time (s) of the last decode's first sample
@@ -197,8 +218,11 @@ class StreamingTranscriber:
             return ""
         self._finished = True
         words = self._process()
-        if self._speech_seconds() >= self.options.min_speech:
-            words += self._finalize(len(self._audio))
+        while self._speech_seconds() >= self.options.min_speech:
+            seam = self._seam
+            words += self._finalize(len(self._audio))  # may leave speech it did not read
+            if self._seam == seam:
+                break
         return self._render(words)
 
     # -- what callers may look at --------------------------------------------
@@ -377,7 +401,12 @@ class StreamingTranscriber:
         self.decoded_seconds += len(audio) / SAMPLE_RATE
         self.decode_start = (self._seam - before) / SAMPLE_RATE
         context = self._context if context is None else context
-        words = list(self._decode(audio, context, "".join(prefix), final))
+        heard = self._decode(audio, context, "".join(prefix), final)
+        words = list(heard)
+        if final:
+            stopped = getattr(heard, "stopped_at", None)
+            self._readings.append(Reading(words, None if stopped is None
+                                          else stopped - before / SAMPLE_RATE))
         if log.isEnabledFor(logging.DEBUG):
             start = self.decode_start
             log.debug("= decode %.2f–%.2f s%s after %r: %r", start,
@@ -390,8 +419,14 @@ class StreamingTranscriber:
         committed: list[str] = []
         if self.window_seconds > self.options.max_window:
             committed += self._cut()
-        self._decoded_at = len(self._audio)
+        previous, self._decoded_at = self._decoded_at, len(self._audio)
         words = self._run(self._audio.view(), self._carried, final=False)
+        if (not words and self._carried and previous > 0
+                and self._speech_in(previous, self._decoded_at) >= _STALL_SPEECH):
+            log.debug("= live decode read nothing of %.1f s of new speech after %r",
+                      self._speech_in(previous, self._decoded_at),
+                      "".join(self._carried)[-40:])
+            self._stalled = True
         agree = max(0, min(_agreed(self._tentative, words), len(words) - self.options.holdback))
         self._carried += words[:agree]
         self._tentative = words[agree:]
@@ -427,6 +462,8 @@ class StreamingTranscriber:
         """
         words: list[str] = []
         before, self._before = self._before, None
+        stalled, self._stalled = self._stalled, False
+        self._readings = []
         speech = self._speech_in(0, end)
         if speech >= self.options.min_speech:
             audio = self._audio.view()[:end]
@@ -454,9 +491,14 @@ class StreamingTranscriber:
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
             if _reads_too_few(words, speech):
-                more = self._read_on(audio, words)
+                more = self._read_on(audio, words) or self._read_bare(audio, words)
                 log.debug("= final %r is too few words for %.1f s of speech: decoded after "
                           "them, %r", "".join(words), speech, "".join(more))
+                words = words + more
+            elif stalled and words:
+                more = self._read_bare(audio, words)
+                log.debug("= final %r after live decodes that stalled: heard without the "
+                          "prompt, %r after its words", "".join(words)[-40:], "".join(more))
                 words = words + more
             if (self._stopped_early(words, live, end) and not _repeats(self._tentative)
                     and not _echoes(self._carried, self._tentative)):
@@ -475,17 +517,59 @@ class StreamingTranscriber:
         context = self._context
         self._remember(words)
         self._carried, self._tentative = [], []
-        seam = end // self._step * self._step  # where the window will start
-        if words and end <= self.options.max_window * SAMPLE_RATE:
+        read = self._read_to(words, end)
+        seam = read // self._step * self._step  # where the window will start
+        if words and read <= self.options.max_window * SAMPLE_RATE:
             self._before = _Before(self._audio.view()[:seam].copy(), list(words), context)
-        self._move_seam(end)
+        self._move_seam(read)
         self._decoded_at = -1
         return words
+
+    def _read_to(self, words: Sequence[str], end: int) -> int:
+        """Window sample up to which a final's ``words`` read the utterance: ``end``, or
+        where the decode that read its last words stopped, leaving speech unread.
+
+        The window then starts there, and that speech is heard again with what follows
+        (a cut's next part, the next utterance, or alone at a long pause or ``finish``),
+        as Whisper's own long-form transcription goes on from that time. A read-on
+        after the final's words was tried first and answers nothing there.
+        """
+        ends = [r for r in self._readings if r and list(words[-len(r):]) == r]
+        read = ends[-1] if ends else Reading()
+        if read.stopped_at is None:
+            return end
+        at = round(read.stopped_at * SAMPLE_RATE)
+        if (read.stopped_at < _LEAST_READ or at >= end
+                or self._speech_in(at, end) < _UNREAD_SPEECH):
+            return end
+        log.debug("= final %r stopped reading at %.2f s with %.1f s of speech after it: "
+                  "heard again from there", "".join(words)[-40:],
+                  (self._seam + at) / SAMPLE_RATE, self._speech_in(at, end))
+        return at
 
     def _read_on(self, audio: np.ndarray, words: list[str]) -> list[str]:
         """What ``audio`` says after a final's ``words`` (forced), for a final that ended
         early; nothing when that answer only says words again (a loop, not speech)."""
         more = self._run(audio, words, final=True)
+        return [] if _says_again(words, more, self._context) else more
+
+    def _read_bare(self, audio: np.ndarray, words: list[str]) -> list[str]:
+        """What ``audio`` heard without the prompt says after a final's ``words``.
+
+        The committed text before an utterance can make tiny.en end its answer early,
+        live decodes and final alike ("… both of today's events." with 5 s of speech
+        unread); without it the same window reads on ("How can you be running with a
+        cloud over your head?"). The words of that reading after the final's last ones
+        (matched in a run of at least two); nothing when it does not have them or only
+        says words again.
+        """
+        if not self._context:
+            return []  # it was heard without one
+        bare = self._run(audio, [], final=True, context="")
+        matcher = difflib.SequenceMatcher(a=_keys(words), b=_keys(bare), autojunk=False)
+        ends = [b + size for a, b, size in matcher.get_matching_blocks()
+                if size >= min(2, len(words)) and a + size == len(words)]
+        more = bare[ends[0]:] if ends and words else []
         return [] if _says_again(words, more, self._context) else more
 
     def _heard_after_before(self, before: _Before, audio: np.ndarray) -> list[str]:

@@ -77,6 +77,7 @@ from captioner.engine.multilingual import decoding_language, model_folder
 from captioner.engine.streaming import (
     FAST_WORDS,
     SAMPLE_RATE,
+    Reading,
     StreamingOptions,
     StreamingTranscriber,
     word_key,
@@ -277,7 +278,7 @@ class WhisperEngine:
     def decode(
         self, audio: np.ndarray, context: str = "", prefix: str = "", final: bool = False,
         heard: HeardLanguage | None = None, features: LogMel | None = None,
-    ) -> list[str]:
+    ) -> Reading:
         """Words heard in ``audio`` after ``prefix`` (which the decoder is told it said).
 
         ``context`` is text said before the clip. Returns the words with their
@@ -329,7 +330,8 @@ class WhisperEngine:
             log.debug("= dropped %r (no_speech %.2f, logprob %.2f)", text,
                       no_speech_prob, avg_logprob)
             return []
-        return _WORD.findall(text)
+        stopped = self._stopped_at(tokenizer, tokens, seconds) if kept == said + text else None
+        return Reading(_WORD.findall(text), stopped)
 
     def _generate(self, encoder_output: ctranslate2.StorageView, prompt: list[int], start: int,
                   max_length: int, final: bool, said: str, tokenizer: Tokenizer,
@@ -397,6 +399,17 @@ class WhisperEngine:
             else:
                 inside = True
         return text + tokenizer.decode(pending)
+
+    @staticmethod
+    def _stopped_at(tokenizer: Tokenizer, tokens: list[int], seconds: float) -> float | None:
+        """When the answer ends by opening a segment it never fills, before the audio's
+        end: that segment's start (s). Whisper's sign that it left speech unread."""
+        stamps = [t for t in tokens if t != tokenizer.eot][-2:]
+        begin = tokenizer.timestamp_begin
+        if len(stamps) < 2 or min(stamps) < begin:
+            return None
+        time = (stamps[-1] - begin) * _TIMESTAMP_SECONDS
+        return time if time < seconds - _LATE_START else None
 
     def transcribe(self, audio: np.ndarray, beam_size: int = 5) -> str:
         """Whole-clip text the standard way (faster-whisper, 30 s windows, its temperature
@@ -555,7 +568,12 @@ def without_loop(text: str, seconds: float) -> str:
 
     A phrase of ``_LOOP_WORDS`` or more words said again right after itself
     is how a small Whisper loops ("They all call me. They all call me."):
-    everything from the second copy on goes. Shorter phrases repeat in real
+    everything from the second copy on goes, unless new words follow the two
+    copies at a pace speech can hold (``FAST_WORDS``): that is a speaker starting
+    a phrase over ("he said, you can't have, you can't have Cruz, and I think it
+    has to do with more than ethanol"), and the cut lost everything after it,
+    14 words there; the loops seen go on into a third copy, end on the second
+    or hold twice the words their clip could. Shorter phrases repeat in real
     speech ("Hello. Hello. Hello."), so their copies are only capped at what
     fits in the clip at ``_REPEAT_SECONDS`` per word ("1. 1. 1." in 1.1 s).
 
@@ -573,6 +591,10 @@ def without_loop(text: str, seconds: float) -> str:
             if keys[i : i + n] != keys[i + n : i + 2 * n]:
                 continue
             if n >= _LOOP_WORDS:
+                after = keys[i + 2 * n :]
+                if (len(after) >= 2 and after[:2] != keys[i : i + 2]
+                        and len(keys) <= FAST_WORDS * seconds):
+                    continue  # said over, then on: speech
                 return "".join(words[: i + n])
             copies = 2
             while keys[i : i + n] == keys[i + copies * n : i + (copies + 1) * n]:

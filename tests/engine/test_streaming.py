@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -10,6 +11,7 @@ import pytest
 
 from captioner.engine.streaming import (
     SAMPLE_RATE,
+    Reading,
     StreamingOptions,
     StreamingTranscriber,
     word_key,
@@ -220,7 +222,7 @@ def test_a_final_that_stops_after_a_few_words_is_decoded_on_after_them(loops: bo
 
     text = run_one_utterance(scripted(stopped, final))
     assert text == ("By self-" if loops else "By self-sized foes, to die, sweet self, too cool.")
-    assert calls == ["", " By self-"]
+    assert calls == ["", " By self-"]  # no prompt here: nothing to hear it without
 
 
 @pytest.mark.parametrize("loops", [False, True], ids=["reads-on", "echoes"])
@@ -251,6 +253,134 @@ def test_a_final_that_ends_before_words_a_live_decode_read_is_decoded_on(loops: 
     assert calls == ["", "".join(said[:8])]
 
 
+def stops_reading(truth: Sequence[Said], at: float, speech: ScriptedSpeech,
+                  transcriber: StreamingTranscriber, signals: bool = True
+                  ) -> Callable[[np.ndarray, str, str, bool], list[str]]:
+    """``speech``, but every decode of audio from before ``at`` s of the stream to past
+    it stops reading there until a final has (the way tiny.en stopped a 15 s window at
+    "… and rather", its live decodes too): it answers only the words said before then,
+    the final as a ``Reading`` stopped there when ``signals``."""
+    stopped: list[float] = []
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        heard = speech(audio, context, prefix, final)
+        start = transcriber.decode_start
+        if stopped or not start < at < start + len(audio) / SAMPLE_RATE:
+            return heard
+        before = [w.text for w in truth if start <= w.start and w.end <= at]
+        kept = before[len(prefix.split()):]
+        if not final:
+            return kept
+        stopped.append(at)
+        return Reading(kept, at - start) if signals else kept
+    return decoder
+
+
+@pytest.mark.parametrize("signals", [True, False], ids=["stopped", "no-sign"])
+def test_speech_a_final_left_unread_is_heard_again_from_where_it_stopped(signals: bool
+                                                                        ) -> None:
+    """Austen read for LibriVox: tiny.en read a 15 s window "… unless to be rather
+    cold-hearted and rather", opened a segment at 12.68 s and ended its answer, 2.5 s of
+    speech unread ("selfish is to be ill disposed") and never decoded again. A final
+    that stops that way with speech after it leaves the window starting where it
+    stopped: the rest is decoded again (here after the words before it, a short
+    utterance at a pause). Without the sign
+    nothing shows the loss, and it stays lost (what the engine did before)."""
+    truth = script("unless to be rather cold hearted and rather selfish is to be ill disposed")
+    transcriber, speech = make(truth)
+    at = truth[8].start  # before "selfish"
+    transcriber._decode = stops_reading(truth, at, speech, transcriber, signals)
+    text = "".join(feed(transcriber, truth[-1].end + 2.0)) + transcriber.finish()
+    if signals:
+        assert text == rendered(truth)
+        finals = [(start, end) for start, end, *_, final in speech.calls if final]
+        assert len(finals) == 2 and finals[1][0] <= at < finals[1][1]  # heard again
+    else:
+        assert text == rendered(truth[:8])
+
+
+def test_speech_a_final_left_unread_at_the_end_of_the_audio_is_decoded_by_finish() -> None:
+    """The same stop in the final ``finish`` makes (the audio ends without a pause): the
+    commit still holds every word appended before it."""
+    truth = script("unless to be rather cold hearted and rather selfish is to be ill disposed")
+    transcriber, speech = make(truth)
+    transcriber._decode = stops_reading(truth, truth[8].start, speech, transcriber)
+    text = "".join(feed(transcriber, truth[-1].end + 0.05)) + transcriber.finish()
+    assert text == rendered(truth)
+
+
+def test_a_final_that_stopped_where_no_speech_follows_is_not_decoded_again() -> None:
+    """A stop after the last word (a pause, room tone) leaves nothing unread: the
+    window moves past it and no decode is spent on it."""
+    truth = script("he was not an ill disposed young man")
+    transcriber, speech = make(truth)
+    transcriber._decode = stops_reading(truth, truth[-1].end + 0.05, speech, transcriber)
+    text = "".join(feed(transcriber, truth[-1].end + 3.0)) + transcriber.finish()
+    assert text == rendered(truth)
+    assert sum(1 for call in speech.calls if call[4]) == 1
+
+
+def stalls_with_a_prompt(truth: Sequence[Said], at: float, speech: ScriptedSpeech,
+                        transcriber: StreamingTranscriber, bare: Callable[[list[str]], list[str]]
+                        ) -> Callable[[np.ndarray, str, str, bool], list[str]]:
+    """``speech``, but a decode given committed text as its prompt reads nothing said
+    after ``at`` s of the stream, live decodes and final alike (tiny.en after a news
+    anchor's "… both of today's events."), and a final without the prompt answers
+    ``bare(what it would hear)``."""
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        heard = speech(audio, context, prefix, final)
+        start = transcriber.decode_start
+        if not context:
+            return bare(heard) if final and start > 0.0 else heard
+        given = len(prefix.split())
+        return [w.text for w in truth if start <= w.start and w.end <= at][given:]
+    return decoder
+
+
+@pytest.mark.parametrize(("case", "bare"), [
+    pytest.param("reads-on", lambda heard: heard, id="reads-on"),
+    pytest.param("reads-otherwise", lambda heard: [" Who", " could", " be", " walking"],
+                 id="reads-otherwise"),
+    pytest.param("loops", lambda heard: [*heard[:5], *heard[:5]], id="loops"),
+])
+def test_a_final_after_live_decodes_that_stalled_is_heard_without_the_prompt(
+        case: str, bare: Callable[[list[str]], list[str]]) -> None:
+    """A news clip: after "… despite a campaign announcement that Palin would travel
+    with the GOP front runner to both of today's events." the live decodes read nothing
+    of 5 s more speech and the final (prompted with the text before) ended there too;
+    heard without the prompt, the window reads on ("How can you be running with a cloud
+    over your head? Giving Trump the spotlight?"). When live decodes read nothing of new
+    speech, the final is heard once more without the prompt and what that reading says
+    after the final's last two words is committed after them — nothing when it does not
+    have those words, or only says words again."""
+    truth = script("both of today's events", "how can you be running with a cloud over "
+                   "your head giving trump the spotlight", pause=1.5)
+    transcriber, speech = make(truth)
+    at = truth[8].end  # prompted, the second utterance reads "how can you be running"
+    transcriber._decode = stalls_with_a_prompt(truth, at, speech, transcriber, bare)
+    text = "".join(feed(transcriber, truth[-1].end + 2.0)) + transcriber.finish()
+    assert text == rendered(truth if case == "reads-on" else truth[:9])
+    unprompted = [call for call in speech.calls if call[4] and not call[2] and call[0] > 0]
+    assert len(unprompted) == 1
+
+
+def test_a_final_too_short_for_its_speech_is_heard_without_the_prompt_when_forced_on_fails(
+        ) -> None:
+    """The same anchor, 14 s of speech read as 14 words ("… launching a fresh attack at
+    Trump for favoring big government."), and decoded on after them, forced, it answers
+    nothing: heard without the prompt it reads on ("It comes to energy policy …")."""
+    truth = script("a fresh attack for favoring big government",
+                   "it comes to energy policy donald trump promised not only to protect the "
+                   "ethanol mandate but to expand it to have the federal government do even "
+                   "more picking winners and losers", pause=1.5)
+    transcriber, speech = make(truth)
+    at = truth[10].end  # prompted: "it comes to energy", 4 words of 9.6 s of speech
+    transcriber._decode = stalls_with_a_prompt(truth, at, speech, transcriber,
+                                               lambda heard: heard)
+    text = "".join(feed(transcriber, truth[-1].end + 2.0)) + transcriber.finish()
+    assert text == rendered(truth)
+
+
 @pytest.mark.parametrize("said", [[" Well,", " I", " see."], [" 我们今天讨论这个问题。"], []])
 def test_a_final_with_as_many_words_as_its_speech_holds_is_decoded_once(said: list[str]
                                                                         ) -> None:
@@ -259,11 +389,15 @@ def test_a_final_with_as_many_words_as_its_speech_holds_is_decoded_once(said: li
     nothing is noise. None is decoded again."""
     calls: list[str] = []
 
-    def final(prefix: str) -> list[str]:
-        calls.append(prefix)
-        return said if not prefix else [" invented"]
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        if final:
+            calls.append(prefix)
+            return said if not prefix else [" invented"]
+        text = "".join(said)  # heard as it is said, letter by letter
+        shown = text[: round(len(text) * min(1.0, (len(audio) / SAMPLE_RATE - 0.2) / 2.8))]
+        return re.findall(r"\s*\S+", shown)[len(prefix.split()) :]
 
-    assert run_one_utterance(scripted(said, final)) == "".join(said).strip()
+    assert run_one_utterance(decoder) == "".join(said).strip()
     assert calls == [""]
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,7 +22,15 @@ from captioner.engine.streaming import SAMPLE_RATE, StreamingTranscriber
 from captioner.engine.vad import SileroGate
 from captioner.engine.whisper import WhisperEngine, is_hallucination, without_loop
 from captioner.settings import AudioSettings
-from tests.support.speech_set import CAPTURED, SpeechClip, Trait, clip, normalise, word_errors
+from tests.support.speech_set import (
+    AUSTEN,
+    CAPTURED,
+    SpeechClip,
+    Trait,
+    clip,
+    normalise,
+    word_errors,
+)
 from tests.support.transcribers import ThreadedServer
 
 CHUNK = AudioSettings().chunk_bytes  # 80 ms pushes, as the app sends them
@@ -255,6 +264,17 @@ def test_speech_after_noise_is_still_heard(engine: WhisperEngine) -> None:
         # speech that ends while it repeats a phrase, in time it takes to say it
         (" we were all going direct to Heaven, we were all going", 3.5,
          " we were all going direct to Heaven, we were all going"),
+        # a speaker starting a phrase over, then going on, at a pace speech holds
+        (" he said, you can't have, you can't have crews, and I think it has to do"
+         " with more than ethanol.", 6.5, " he said, you can't have, you can't have crews,"
+         " and I think it has to do with more than ethanol."),
+        (" This is not, this is not a normal", 2.4, " This is not, this is not a normal"),
+        # two copies and new words, but more words than 2.8 s hold: a loop
+        (" Do you have a great? Do you have a great? And twist the knife a bit.", 2.8,
+         " Do you have a great?"),
+        # two copies that end the answer: a loop, whatever the pace
+        (" People are sick and tired. People are sick and tired.", 6.4,
+         " People are sick and tired."),
     ],
 )
 def test_loop_is_cut_after_its_first_copy(text, seconds, kept) -> None:
@@ -288,6 +308,36 @@ def test_the_sonnet_as_the_app_heard_it_keeps_every_line(engine: WhisperEngine) 
     text = "".join(fast(engine.new_transcriber(), CAPTURED.pcm16()))
     errors = word_errors(CAPTURED.reference, text)
     assert "waste in niggarding" in normalise(text) and errors.deletions <= 2, (errors, text)
+
+
+@pytest.mark.parametrize("trim", [0.032, 0.064])
+def test_a_second_reader_keeps_every_sentence(engine: WhisperEngine, trim: float) -> None:
+    """Austen read for LibriVox (tests/data/speech/LICENSES.md), captions started a
+    few tens of ms into the recording: one utterance runs past the 15 s window, and the
+    final of its first part read "… unless to be rather cold-hearted and rather" and
+    stopped at 12.68 s, 2.5 s of speech unread; the part after the cut began at "had
+    he married", so "selfish is to be ill disposed" was never committed (on six of
+    eight start offsets). Offline reads the passage with 2 errors."""
+    pcm = AUSTEN.pcm16()[2 * round(trim * SAMPLE_RATE) :]
+    text = "".join(fast(engine.new_transcriber(), pcm))
+    errors = word_errors(AUSTEN.reference, text)
+    assert "selfish is to be ill disposed" in normalise(text) and errors.errors <= 4, (
+        errors, text)
+
+
+def test_a_final_that_opens_a_segment_and_ends_says_where_it_stopped() -> None:
+    """Whisper ends an answer that leaves speech unread by opening a segment it never
+    fills ("… and rather<|12.68|><|12.68|>"); one that closes its last segment, or
+    opens one at the audio's very end, stopped nowhere in particular."""
+    tokenizer = SimpleNamespace(eot=50256, timestamp_begin=50363)
+    stamp = lambda seconds: 50363 + round(seconds / 0.02)  # noqa: E731
+    words = [1000, 1001]
+    assert WhisperEngine._stopped_at(
+        tokenizer, [*words, stamp(12.68), stamp(12.68), 50256], 15.26) == pytest.approx(12.68)
+    assert WhisperEngine._stopped_at(tokenizer, [*words, stamp(12.68), 50256], 15.26) is None
+    assert WhisperEngine._stopped_at(tokenizer, words, 15.26) is None
+    assert WhisperEngine._stopped_at(
+        tokenizer, [*words, stamp(15.2), stamp(15.2)], 15.26) is None
 
 
 @pytest.mark.parametrize("chunk", [2560, 4096])
