@@ -76,7 +76,7 @@ from captioner.engine.streaming import (
 from captioner.engine.whisper import WhisperEngine
 from captioner.engine.whisper_decoder import WhisperDecoder
 from captioner.settings import AudioSettings
-from tests.support.speech_set import CAPTURED, CLIPS, SpeechClip, speech_onset, word_errors
+from tests.support.speech_set import AUSTEN, CAPTURED, CLIPS, SpeechClip, speech_onset, word_errors
 
 CHUNK = AudioSettings().chunk_bytes  # as the app sends them (80 ms of PCM16)
 OTHER_CHUNK = 4096  # 128 ms: the text must not change with it
@@ -543,6 +543,14 @@ def main() -> int:
               "its monitor): " + ", ".join(
                   f"{name} {word_errors(CAPTURED.reference, text)}"
                   for name, text in heard.items()))
+        pcm = AUSTEN.pcm16()
+        trims = [trimmed(g) for g in (0.0, *grids)]
+        print("a second reader (Austen, 24.7 s; fast mode with the first 0, "
+              + ", ".join(f"{g * 1000:.0f}" for g in grids) + " ms left out): offline "
+              f"{word_errors(AUSTEN.reference, engine.transcribe(AUSTEN.samples(), beam_size=1))}"
+              "; fast " + ", ".join(
+                  str(word_errors(AUSTEN.reference, fast(engine, pcm[2 * t :]).text).errors)
+                  for t in trims))
     if grids:
         errors = [by_grid[g] for g in grids]
         print("fast mode errors by decision grid: "
