@@ -36,6 +36,13 @@ costs and the alternatives measured: docs/streaming-engine.md):
   A short utterance (under ``min_utterance``, ended by a long pause) is first
   heard after the one before it, those words forced: alone, 1.6 s of "ask not"
   is a coin toss; after "my fellow Americans," it reads right.
+- **Speech a final left unread is heard again.** A final whose decoder opened a
+  segment and ended its answer (Whisper's sign of speech left unread) commits its
+  words, and the window starts where it stopped, as Whisper's own long-form
+  transcription goes on from there. The committed text given as prompt can stop
+  tiny.en early, or make it loop: a final after live decodes that read nothing of
+  new speech, and one with more words than its speech holds, are heard once more
+  without the prompt.
 - **A bounded window.** An utterance longer than ``max_window`` without a
   pause is cut at the quietest point between the last decode's end (every
   agreed word was heard by then) and now; the part before the cut gets a
@@ -474,7 +481,9 @@ class StreamingTranscriber:
                 words = self._run(audio, [], final=True)
             resumes = _resumes(self._context, words)
             copies = _copies(words, self._context, _COPIED_FINAL)
-            if resumes or copies:  # heard once more without the prompt
+            holds = FAST_WORDS * speech + 1
+            overlong = bool(self._context) and len(words) > holds
+            if resumes or copies or overlong:  # heard once more without the prompt
                 bare = self._run(audio, [], final=True, context="")
                 if (resumes and len(bare) > len(words)
                         and _agreed(bare[::-1], words[::-1]) >= 2):
@@ -484,6 +493,11 @@ class StreamingTranscriber:
                 elif copies and _reads_otherwise(bare, words):
                     log.debug("= final %r only copies a phrase of its prompt: %r heard "
                               "without the prompt", "".join(words), "".join(bare))
+                    words = bare
+                elif overlong and bare and len(bare) <= holds:
+                    log.debug("= final %r is more words than %.1f s of speech hold: %r "
+                              "heard without the prompt", "".join(words), speech,
+                              "".join(bare))
                     words = bare
             if self._carried and (not _keeps(self._carried, words)
                                   or self._stopped_early(words, live, end)):

@@ -34,6 +34,8 @@ finally:
 
 WINDOW = 512  # samples per decision at 16 kHz (32 ms), Silero's fixed window
 _RESET_AFTER = 16  # windows under the floor (0.5 s) after which the detector starts afresh
+_RESET_UNHEARD = 94  # windows heard as no speech (3 s) after which it starts afresh too
+_HEARD = 0.5  # probability from which a window counts as speech for that
 
 
 class SileroGate:
@@ -46,6 +48,7 @@ class SileroGate:
         self._floor = 10.0 ** (energy_floor_dbfs / 20.0)
         self._pending = np.zeros(0, dtype=np.float32)
         self._quiet = 0  # windows under the floor in a row, not shown to the detector
+        self._unheard = 0  # windows scored as no speech in a row
 
     def probabilities(self, audio: np.ndarray) -> np.ndarray:
         """Consume ``audio``; return one probability per window completed by it.
@@ -57,6 +60,14 @@ class SileroGate:
         captions left on over a silent output (digital zeros) cost the model
         nothing. After ``_RESET_AFTER`` such windows the detector starts
         afresh, so speech after a silence is scored as at a stream's start.
+
+        It starts afresh after ``_RESET_UNHEARD`` windows it scored as no speech
+        too: its state, after a loud speaker, scored a much quieter one that
+        followed as no speech for seconds (Kennedy's telephone copy at a quarter
+        of the level after the Austen reading: no window of it; started afresh,
+        64 % of them; a quiet second recording joined to a first lost its first
+        sentence). Only a long stretch: after every 1 s pause it read a quiet
+        reading a few words worse.
         """
         data = np.concatenate([self._pending, np.asarray(audio, dtype=np.float32)])
         count = len(data) // WINDOW
@@ -73,4 +84,8 @@ class SileroGate:
             self._quiet = 0
             # The detector reads a plain sequence of floats; a list is its fastest input.
             probs[i] = self._detector.process_samples(windows[i].tolist())
+            self._unheard = 0 if probs[i] >= _HEARD else self._unheard + 1
+            if self._unheard == _RESET_UNHEARD:
+                self._detector.reset()
+                self._unheard = 0
         return probs

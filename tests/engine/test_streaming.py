@@ -381,6 +381,40 @@ def test_a_final_too_short_for_its_speech_is_heard_without_the_prompt_when_force
     assert text == rendered(truth)
 
 
+@pytest.mark.parametrize("bare_fits", [True, False], ids=["bare-fits", "bare-too"])
+def test_a_final_with_more_words_than_its_speech_holds_is_heard_without_the_prompt(
+        bare_fits: bool) -> None:
+    """A quiet recording: prompted with the committed text, tiny.en read 3 s of "And
+    here's a long pause, and I think this is probably good. Great, thanks." as 28 words
+    looping over it ("… probably good. Thanks. And here's a long pause. And I think this
+    is probably good. All right. Thanks. Thanks. And here's along"); without the prompt,
+    right. A final with more words than its speech can hold (``FAST_WORDS`` a second) is
+    heard without the prompt, and that reading is taken when it fits."""
+    second = "and heres a long pause and i think this is probably good great thanks"
+    truth = script("so this is the sick corpus", second, pause=1.5)
+    transcriber, speech = make(truth)
+    said = [w.text for w in truth[6:]]
+    looped = [*said, *said[:12]]  # 26 words of 4.2 s of speech: 19 at most
+
+    def decoder(audio: np.ndarray, context: str, prefix: str, final: bool) -> list[str]:
+        heard = speech(audio, context, prefix, final)
+        if transcriber.decode_start == 0.0:
+            return heard  # the first utterance reads right
+        if not final:
+            return []  # its live decodes looped too, and were dropped
+        if context:
+            return looped
+        return heard if bare_fits else looped[:21]
+
+    transcriber._decode = decoder
+    text = "".join(feed(transcriber, truth[-1].end + 2.0)) + transcriber.finish()
+    assert text.startswith(rendered(truth[:6]))
+    if bare_fits:
+        assert text == rendered(truth)
+    else:  # the bare reading does not fit either: not taken
+        assert not text.endswith("".join(looped[:21]).strip()), text
+
+
 @pytest.mark.parametrize("said", [[" Well,", " I", " see."], [" 我们今天讨论这个问题。"], []])
 def test_a_final_with_as_many_words_as_its_speech_holds_is_decoded_once(said: list[str]
                                                                         ) -> None:
