@@ -289,7 +289,7 @@ class WhisperEngine:
         """
         seconds = len(audio) / SAMPLE_RATE
         if len(audio) < _SAMPLES_PER_FRAME:
-            return []
+            return Reading()
         encoder_output = self._encode(audio, live=not final, features=features)
         tokenizer = self._tokenizer(encoder_output, seconds, heard)
         prompt: list[int] = []
@@ -329,7 +329,7 @@ class WhisperEngine:
                             compression_ratio(text), continuing=bool(prefix.strip())):
             log.debug("= dropped %r (no_speech %.2f, logprob %.2f)", text,
                       no_speech_prob, avg_logprob)
-            return []
+            return Reading()
         stopped = self._stopped_at(tokenizer, tokens, seconds) if kept == said + text else None
         return Reading(_WORD.findall(text), stopped)
 
