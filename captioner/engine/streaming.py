@@ -481,8 +481,9 @@ class StreamingTranscriber:
                 words = self._run(audio, [], final=True)
             resumes = _resumes(self._context, words)
             copies = _copies(words, self._context, _COPIED_FINAL)
-            holds = FAST_WORDS * speech + 1
+            holds = _holds(speech)
             overlong = bool(self._context) and len(words) > holds
+            bare: list[str] | None = None  # the utterance heard without the prompt
             if resumes or copies or overlong:  # heard once more without the prompt
                 bare = self._run(audio, [], final=True, context="")
                 if (resumes and len(bare) > len(words)
@@ -505,12 +506,12 @@ class StreamingTranscriber:
                           "".join(words), "".join(self._carried))
                 words = self._carried + self._run(audio, self._carried, final=True)
             if _reads_too_few(words, speech):
-                more = self._read_on(audio, words) or self._read_bare(audio, words)
+                more = self._read_on(audio, words) or self._read_bare(audio, words, bare)
                 log.debug("= final %r is too few words for %.1f s of speech: decoded after "
                           "them, %r", "".join(words), speech, "".join(more))
                 words = words + more
             elif stalled and words:
-                more = self._read_bare(audio, words)
+                more = self._read_bare(audio, words, bare)
                 log.debug("= final %r after live decodes that stalled: heard without the "
                           "prompt, %r after its words", "".join(words)[-40:], "".join(more))
                 words = words + more
@@ -567,8 +568,10 @@ class StreamingTranscriber:
         more = self._run(audio, words, final=True)
         return [] if _says_again(words, more, self._context) else more
 
-    def _read_bare(self, audio: np.ndarray, words: list[str]) -> list[str]:
-        """What ``audio`` heard without the prompt says after a final's ``words``.
+    def _read_bare(self, audio: np.ndarray, words: list[str],
+                   bare: list[str] | None = None) -> list[str]:
+        """What ``audio`` heard without the prompt (``bare``, when already decoded) says
+        after a final's ``words``.
 
         The committed text before an utterance can make tiny.en end its answer early,
         live decodes and final alike ("… both of today's events." with 5 s of speech
@@ -579,10 +582,10 @@ class StreamingTranscriber:
         """
         if not self._context:
             return []  # it was heard without one
-        bare = self._run(audio, [], final=True, context="")
-        matcher = difflib.SequenceMatcher(a=_keys(words), b=_keys(bare), autojunk=False)
-        ends = [b + size for a, b, size in matcher.get_matching_blocks()
-                if size >= min(2, len(words)) and a + size == len(words)]
+        if bare is None:
+            bare = self._run(audio, [], final=True, context="")
+        ends = [b2 for op, a1, a2, _b1, b2 in _opcodes(words, bare)
+                if op == "equal" and a2 == len(words) and a2 - a1 >= min(2, len(words))]
         more = bare[ends[0]:] if ends and words else []
         return [] if _says_again(words, more, self._context) else more
 
@@ -598,8 +601,8 @@ class StreamingTranscriber:
         heard = before.samples()
         words = self._run(np.concatenate([heard, audio]), before.words, final=True,
                           context=before.context, before=len(heard))
-        holds = self._speech_in(0, len(audio)) * FAST_WORDS + 1
-        if len(words) > holds or _says_again(before.words, words, "".join(before.words)):
+        if (len(words) > _holds(self._speech_in(0, len(audio)))
+                or _says_again(before.words, words, "".join(before.words))):
             return []
         log.debug("= short utterance heard after %r: %r", "".join(before.words)[-40:],
                   "".join(words))
@@ -709,6 +712,11 @@ class _Before:
 
     def samples(self) -> np.ndarray:
         return np.concatenate([self.audio, *self.pauses])
+
+
+def _holds(speech: float) -> float:
+    """The most words ``speech`` seconds can hold, with one to spare."""
+    return FAST_WORDS * speech + 1
 
 
 def _reads_too_few(final: Sequence[str], speech: float) -> bool:
