@@ -820,10 +820,13 @@ def _reads_otherwise(bare: Sequence[str], words: Sequence[str]) -> bool:
     """Whether ``bare`` (heard without the prompt) reads the audio as other words than
     ``words`` (heard with it), not the same words worse. Without its prompt Whisper
     reads a short phrase worse, not otherwise: Kennedy's "Ask not!" said again came out
-    "AS NOT…", "S S" or "... ..."; taking those lost the words really said again."""
+    "AS NOT…", "S S", "... ..." or "Stop! Stop!"; taking those lost the words really
+    said again."""
     keys = _keys(bare)
     if not any(sum(map(str.isalnum, key)) >= _REAL_WORD for key in keys):
         return False  # letters or dots: nothing read, the prompted reading stands
+    if _repeats(bare) and not _repeats(words):
+        return False  # a phrase twice in a row: a loop, not another reading
     same = difflib.SequenceMatcher(a="".join(keys), b="".join(_keys(words)),
                                    autojunk=False).ratio()
     return same < _SAME_LETTERS
