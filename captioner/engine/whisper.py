@@ -25,8 +25,8 @@ dominate the cost of re-decoding a growing utterance:
   run on a second, one-thread instance of the model (``_DecodingOnOneThread``:
   less than half the CPU of two-thread decoding).
 - **Live decodes on our own decoder** (``live_decoder="int8"``, what the default
-  ``"auto"`` picks on a CPU without VNNI; with VNNI CTranslate2's int8 steps are
-  the cheaper and it picks those): captioner.engine.whisper_decoder reads the
+  ``"auto"`` picks unless CTranslate2 runs on Intel MKL with VNNI, where its int8
+  steps are the cheaper and it picks those): captioner.engine.whisper_decoder reads the
   prompt in one batched pass, checks the previous live answer as a draft, and
   runs the network as int8 ONNX Runtime graphs. On an AVX2 CPU a step costs
   about half of CTranslate2's one-row int8 step, and the set's errors were the
@@ -55,6 +55,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import platform
 import re
 import threading
 import zlib
@@ -145,20 +146,42 @@ LiveDecoder = Literal["auto", "ctranslate2", "numpy", "int8"]
 
 
 def cheaper_live_decoder() -> LiveDecoder:
-    """CTranslate2 on a CPU with AVX-512 VNNI (int8 dot products), else our int8 graphs.
+    """CTranslate2 where it runs on Intel MKL with AVX-512 VNNI, else our int8 graphs.
 
     A decoder step is a one-row int8 product with the 20 MB output projection.
-    With VNNI, CTranslate2's oneDNN kernels do it in about 2 ms, and the whole
-    engine cost a fifth less than on the graphs; without (AVX2 only), oneDNN's
-    generic path takes about 8 ms and the graphs (ONNX Runtime's MLAS) are the
-    cheaper by a quarter (docs/streaming-engine.md). numpy does not report
-    AVX-VNNI (AVX2 with VNNI), so such CPUs keep the graphs (not measured).
+    CTranslate2 takes MKL only on an Intel CPU (``CT2_USE_MKL`` overrides it);
+    there, with VNNI, a step takes about 2 ms and the whole engine cost a fifth
+    less than on the graphs. Elsewhere its int8 products go to oneDNN: about 8 ms
+    a step on an AVX2 EPYC, and on an AVX-512 VNNI EPYC the engine cost 2.75×
+    offline against the graphs' 2.11× (ONNX Runtime's MLAS). numpy does not
+    report AVX-VNNI (AVX2 with VNNI), so such CPUs keep the graphs (not
+    measured). docs/streaming-engine.md has the figures.
     """
+    return "ctranslate2" if onnx_graph.vnni() and _ctranslate2_uses_mkl() else "int8"
+
+
+def _ctranslate2_uses_mkl() -> bool:
+    """CTranslate2's own rule: MKL on a GenuineIntel CPU unless ``CT2_USE_MKL`` says."""
+    forced = os.environ.get("CT2_USE_MKL", "").strip().lower()
+    if forced in ("0", "1", "true", "false", "on", "off"):
+        return forced in ("1", "true", "on")
+    return cpu_vendor() == "GenuineIntel"
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``GenuineIntel``, ``AuthenticAMD``), or '' if unknown."""
     try:
-        from numpy._core._multiarray_umath import __cpu_features__ as features
-    except ImportError:  # numpy moved it: the graphs, as before this choice existed
-        return "int8"
-    return "ctranslate2" if features.get("AVX512VNNI") else "int8"
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:  # Linux
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    # Windows names it at the end ("Intel64 Family 6 Model 158 Stepping 10, GenuineIntel")
+    for vendor in ("GenuineIntel", "AuthenticAMD"):
+        if vendor in platform.processor():
+            return vendor
+    return ""  # macOS on Intel reports "i386": unknown, so the graphs
 
 
 class _DecodingOnOneThread:
@@ -250,8 +273,8 @@ class WhisperEngine:
         if live_decoder == "auto":
             live_decoder = cheaper_live_decoder()
             if live_decoder == "ctranslate2":
-                log.info("= live decodes run in CTranslate2: its int8 kernels use this "
-                         "CPU's VNNI")
+                log.info("= live decodes run in CTranslate2: its int8 kernels use MKL "
+                         "and this CPU's VNNI")
         self._decoder = (self._own_decoder(int8=live_decoder == "int8")
                          if live_decoder != "ctranslate2" else None)
         self.own_finals = own_finals  # finals' beam search on that decoder too

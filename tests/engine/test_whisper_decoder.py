@@ -10,6 +10,7 @@ beam search (finals).
 from __future__ import annotations
 
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -296,19 +297,61 @@ def test_int8_beam_search_transcribes_real_speech_whole(tiny: Reference,
         assert word_errors(speech.reference, text).errors <= (0 if name == "jfk" else 2), text
 
 
-@pytest.mark.parametrize("vnni", [False, True])
-def test_engine_live_decodes_run_where_this_cpu_makes_them_cheaper(monkeypatch, vnni) -> None:
+@pytest.mark.parametrize(("vnni", "vendor", "expected"), [
+    (False, "GenuineIntel", "int8"),
+    (True, "GenuineIntel", "ctranslate2"),  # MKL's int8 kernels use VNNI: cheap steps
+    (True, "AuthenticAMD", "int8"),  # no MKL: oneDNN's steps cost more than the graphs'
+])
+def test_engine_live_decodes_run_where_this_cpu_makes_them_cheaper(monkeypatch, vnni, vendor,
+                                                                   expected) -> None:
     import numpy._core._multiarray_umath as umath
 
     features = dict(umath.__cpu_features__, AVX512VNNI=vnni)
     monkeypatch.setattr(umath, "__cpu_features__", features)
-    assert whisper.cheaper_live_decoder() == ("ctranslate2" if vnni else "int8")
+    monkeypatch.setattr(whisper, "cpu_vendor", lambda: vendor)
+    monkeypatch.delenv("CT2_USE_MKL", raising=False)
+    assert whisper.cheaper_live_decoder() == expected
     engine = WhisperEngine(threads=2)
-    if vnni:  # CTranslate2's int8 kernels use VNNI: its one-row steps are cheap
+    if expected == "ctranslate2":
         assert engine._decoder is None
     else:
         assert engine._decoder is not None and engine._decoder.int8
     assert engine.decode(clip("jfk").samples()[: 16000 * 4])
+
+
+@pytest.mark.parametrize(("setting", "vendor", "expected"), [
+    ("1", "AuthenticAMD", "ctranslate2"),
+    ("0", "GenuineIntel", "int8"),
+])
+def test_ctranslate2_told_to_use_mkl_or_not_decides_with_it(monkeypatch, setting, vendor,
+                                                            expected) -> None:
+    import numpy._core._multiarray_umath as umath
+
+    monkeypatch.setattr(umath, "__cpu_features__",
+                        dict(umath.__cpu_features__, AVX512VNNI=True))
+    monkeypatch.setattr(whisper, "cpu_vendor", lambda: vendor)
+    monkeypatch.setenv("CT2_USE_MKL", setting)
+    assert whisper.cheaper_live_decoder() == expected
+
+
+@pytest.mark.parametrize("setting", [None, "0", "1"])
+def test_the_mkl_rule_predicts_what_ctranslate2_chooses(setting) -> None:
+    """CTranslate2 logs its vendor and MKL choice at load (CT2_VERBOSE); ours must agree."""
+    env = {k: v for k, v in os.environ.items() if k != "CT2_USE_MKL"}
+    if setting is not None:
+        env["CT2_USE_MKL"] = setting
+    code = ("import ctranslate2, sys; from captioner.engine.multilingual import model_folder;"
+            "ctranslate2.models.Whisper(str(model_folder('tiny.en', None)), compute_type='int8');"
+            "from captioner.engine import whisper;"
+            "print('ours', whisper.cpu_vendor(), whisper._ctranslate2_uses_mkl())")
+    done = subprocess.run([sys.executable, "-c", code], env=dict(env, CT2_VERBOSE="1"),
+                          capture_output=True, text=True, timeout=120, check=True)
+    log = done.stdout + done.stderr
+    theirs_vendor = log.split("CPU: ", 1)[1].split()[0]
+    theirs_mkl = log.split("Use Intel MKL: ", 1)[1].split()[0] == "true"
+    ours = done.stdout.split("ours ", 1)[1].split()
+    assert ours[0] == theirs_vendor
+    assert (ours[1] == "True") == theirs_mkl, log
 
 
 def test_engine_live_decodes_stay_in_ctranslate2_without_onnx_runtime(monkeypatch,
