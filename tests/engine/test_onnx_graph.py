@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from captioner.engine.onnx_graph import Int8MatMul, available, quantize
+from captioner.engine import onnx_graph
+from captioner.engine.onnx_graph import Int8MatMul, available, quantize, vnni
 
 pytestmark = pytest.mark.skipif(not available(), reason="ONNX Runtime is a core dependency")
 
@@ -26,12 +27,17 @@ def test_a_model_converted_to_int8_comes_back_bit_exact() -> None:
     assert not zeros.any() and np.all(zero_scale == 1.0)  # no division by zero
 
 
+# Signed weights only where VNNI sums u8×s8 products in 32 bits: elsewhere they saturate.
+STORAGES = sorted({False, vnni()})
+
+
+@pytest.mark.parametrize("signed", STORAGES)
 @pytest.mark.parametrize("rows", [1, 7])
-def test_each_row_is_as_close_as_its_own_range_allows(rows: int) -> None:
+def test_each_row_is_as_close_as_its_own_range_allows(rows: int, signed: bool) -> None:
     rng = np.random.default_rng(2)
     weight = _weights(rng)
     bias = rng.standard_normal(weight.shape[1]).astype(np.float32)
-    product = Int8MatMul(*quantize(weight), bias)
+    product = Int8MatMul(*quantize(weight), bias, signed=signed)
     # Rows of very different size, as a batched pass feeds (a residual and a small one).
     x = rng.standard_normal((rows, weight.shape[0])).astype(np.float32)
     x *= np.logspace(1, -3, rows, dtype=np.float32)[:, None] if rows > 1 else 1.0
@@ -43,11 +49,27 @@ def test_each_row_is_as_close_as_its_own_range_allows(rows: int) -> None:
         assert error < 0.02, (row, error)  # int8 of both operands: about 1 %
 
 
-def test_a_product_without_bias_and_a_column_of_zeros() -> None:
+@pytest.mark.parametrize("signed", STORAGES)
+def test_a_product_without_bias_and_a_column_of_zeros(signed: bool) -> None:
     rng = np.random.default_rng(3)
     weight = _weights(rng, 32, 16)
     weight[:, 5] = 0.0
     x = rng.standard_normal((3, 32)).astype(np.float32)
-    got = Int8MatMul(*quantize(weight))(x)
+    got = Int8MatMul(*quantize(weight), signed=signed)(x)
     assert np.all(got[:, 5] == 0.0)
     np.testing.assert_allclose(got, x @ weight, atol=0.02 * np.abs(x @ weight).max())
+
+
+@pytest.mark.parametrize("has_vnni", [False, True])
+def test_weights_are_stored_signed_only_where_vnni_makes_it_safe(monkeypatch,
+                                                                 has_vnni: bool) -> None:
+    import numpy._core._multiarray_umath as umath
+
+    monkeypatch.setattr(umath, "__cpu_features__",
+                        dict(umath.__cpu_features__, AVX512VNNI=has_vnni))
+    graph = onnx_graph.Graph()
+    graph.linear("x", np.ones((4, 2), np.int8), np.ones(2, np.float32))
+    stored = {c.name.rsplit("_", 1)[0]: c.data_type for c in graph.constants}
+    int8, uint8 = 3, 2  # onnx.TensorProto.INT8, UINT8
+    assert graph.signed is has_vnni
+    assert stored["w"] == stored["w_zero"] == (int8 if has_vnni else uint8)
