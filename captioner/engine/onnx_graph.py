@@ -3,10 +3,10 @@
 Why: each step of a live decode multiplies one row by every decoder weight,
 the 20 MB output projection above all. Where CTranslate2 runs without Intel
 MKL (AMD CPUs, with or without VNNI), its int8 path (oneDNN) does that product
-at about 3.5 GMAC/s on AVX2, and numpy's float32 reads
-four times the bytes; ONNX Runtime's integer kernels (MLAS) do it in 2 ms
-instead of 5 (``docs/streaming-engine.md``). A whole graph per call, not one
-call per product, because each call from Python costs tens of microseconds.
+at about 3.5 GMAC/s on AVX2, and numpy's float32 reads four times the bytes;
+ONNX Runtime's integer kernels (MLAS) do it in 2 ms instead of 5
+(``docs/streaming-engine.md``). A whole graph per call, not one call per
+product, because each call from Python costs tens of microseconds.
 
 A weight is quantized as CTranslate2 quantizes a model: symmetric, one scale
 per output (a model converted to int8 comes back bit-exact). Without VNNI it
@@ -14,12 +14,12 @@ is stored as uint8 around a zero point of 128: the u8×s8 kernels on AVX2 sum
 pairs of products in 16 bits, which saturates with full-range int8 weights
 (10 % error measured; u8×u8 has no such step). With VNNI the u8×s8 dot product
 sums into 32 bits, so the weights stay int8: the same error as u8×u8, and a
-one-row product with the output projection 0.6 ms instead of 1.0. The input is quantized per call
-(``DynamicQuantizeLinear``) with one range for the whole input, so rows are
-first scaled to the same range: each row is then quantized as finely as
-CTranslate2 quantizes it (one scale per row). Without that, a batched pass
-(a prompt read at once) agreed with the float32 answer less often than
-CTranslate2's int8 did. Weights are graph constants, so the runtime packs
+one-row product with the output projection 0.6 ms instead of 1.0. The input is
+quantized per call (``DynamicQuantizeLinear``) with one range for the whole
+input, so rows are first scaled to the same range: each row is then quantized
+as finely as CTranslate2 quantizes it (one scale per row). Without that, a
+batched pass (a prompt read at once) agreed with the float32 answer less often
+than CTranslate2's int8 did. Weights are graph constants, so the runtime packs
 them once at load.
 """
 
